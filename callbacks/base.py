@@ -1,0 +1,99 @@
+"""Base class of diagnostics: observe the network at chosen steps and log what they see."""
+
+from __future__ import annotations
+
+import abc
+import math
+
+import pytorch_lightning as pl
+import torch
+
+
+def log_spaced_steps(max_step: int, points_per_decade: int) -> list[int]:
+    """Steps 0, 1, 2, ... spaced evenly in log(step), up to and including ``max_step``.
+
+    Args:
+        max_step: The last step (included).
+        points_per_decade: How many points per factor of 10 (fewer at small steps,
+            where integer rounding merges them).
+
+    Returns:
+        Sorted distinct steps: 0 (initialisation), then round(10^(k / points_per_decade)).
+    """
+    steps = {0, max_step}
+    k = 0
+    while True:
+        step = round(10 ** (k / points_per_decade))
+        if step > max_step:
+            break
+        steps.add(step)
+        k += 1
+    return sorted(s for s in steps if s <= max_step)
+
+
+class DiagnosticCallback(pl.Callback, abc.ABC):
+    """Computes :meth:`compute` at step 0 and on a cadence, and writes it to every logger.
+
+    Metrics are written straight to the loggers at ``trainer.global_step`` (the
+    number of updates done), so they land on their own cadence rather than
+    Lightning's ``log_every_n_steps`` grid, and off-cadence steps cost nothing.
+    Everything computed is also kept in :attr:`history` (a list of dicts with a
+    ``step`` key).
+
+    Args:
+        cadence: ``"log"`` (log-spaced steps, dense early where the dynamics are
+            fast) or a positive integer N (every N steps). The last step is always
+            included when ``trainer.max_steps`` is set.
+        points_per_decade: Density of the log-spaced cadence.
+    """
+
+    def __init__(self, cadence: str | int = "log", points_per_decade: int = 20) -> None:
+        super().__init__()
+        if not (cadence == "log" or (isinstance(cadence, int) and not isinstance(cadence, bool) and cadence > 0)):
+            raise ValueError(f"cadence must be 'log' or a positive integer number of steps, got {cadence!r}.")
+        if isinstance(points_per_decade, bool) or not isinstance(points_per_decade, int) or points_per_decade < 1:
+            raise ValueError(f"points_per_decade must be a positive integer, got {points_per_decade!r}.")
+        self.cadence = cadence
+        self.points_per_decade = points_per_decade
+        self.history: list[dict[str, float]] = []
+        self._steps: set[int] = set()
+        self._max_step = math.inf
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
+        self._max_step = max_steps or math.inf
+        if self.cadence == "log":
+            self._steps = set(log_spaced_steps(max_steps or 10**9, self.points_per_decade))
+        else:
+            self._steps = set()
+        if max_steps:
+            self._steps.add(max_steps)
+
+    def is_due(self, step: int) -> bool:
+        """Whether the diagnostics run after ``step`` updates."""
+        if self.cadence == "log":
+            return step in self._steps
+        return step % self.cadence == 0 or step in self._steps
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        if trainer.global_step == 0:
+            self._run(trainer, pl_module)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:  # noqa: D102
+        if self.is_due(trainer.global_step):
+            self._run(trainer, pl_module)
+
+    @torch.no_grad()
+    def _run(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        step = trainer.global_step
+        metrics = {k: float(v) for k, v in self.compute(trainer, pl_module, step).items()}
+        if not metrics:
+            return
+        self.history.append({"step": step, **metrics})
+        if trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=step)
+
+    @abc.abstractmethod
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:
+        """The metrics to log after ``step`` updates, by tag."""

@@ -1,0 +1,14 @@
+"""Data models: distributions to learn from, one file each (``featlearn.datamodules``).
+
+Importing a class here is what lets the command line find it by its short name
+(``class_path: BooleanXOR``).
+"""
+
+from featlearn._guard import require_featlearn_namespace
+
+require_featlearn_namespace(__name__, "datamodules")
+
+from featlearn.datamodules.base import SyntheticDataModule  # noqa: E402
+from featlearn.datamodules.xor import BooleanXOR  # noqa: E402
+
+__all__ = ["BooleanXOR", "SyntheticDataModule"]

@@ -1,0 +1,268 @@
+"""The base class of featlearn's data models: a distribution we can sample from."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+
+from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
+from featlearn.seeding import TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
+
+
+class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
+    """A data model given by a distribution ``P`` over labelled inputs ``(x, y)``.
+
+    A subclass states the distribution: it implements :meth:`sample`, which draws
+    ``n`` i.i.d. pairs ``x in R^d``, ``y in {-1, +1}``, and the property
+    :attr:`input_dim` (= d); it may override :meth:`ground_truth` to expose the
+    feature directions that diagnostics compare the network against. The base does
+    the rest:
+
+    * **Online mode** (``train_size=None``, the setting of Glasgow 2023): update step
+      ``t`` trains on a fresh batch of ``batch_size(t)`` i.i.d. samples.
+    * **Finite-sample mode** (``train_size=n``): a training set of ``n`` samples is
+      drawn once; step ``t`` uses a uniformly random subset of ``batch_size(t)``
+      distinct training samples, or the whole set when ``batch_size(t) >= n`` (the
+      "approximate full gradient" of Shi et al. 2022).
+    * Validation and test sets drawn once, from their own streams.
+    * Batches are drawn directly on the training device: no DataLoader workers and
+      no host-to-device copy on the hot path.
+    * Reproducibility: every draw is seeded from ``(seed + member, stream, step)``
+      (see :mod:`featlearn.seeding`), so the batch of step ``t`` is a pure function of
+      ``t``. A resumed run continues the same stream; ensemble member ``s`` (of the
+      model's ``ensemble_size`` members) sees exactly the data of a single run with
+      ``seed + s``.
+
+    Batches have shape ``x: (S, B, d)``, ``y: (S, B)`` with ``S`` the model's
+    ``ensemble_size`` (read from the attached model, 1 without one).
+
+    Args:
+        batch_size: Samples per update step: a positive integer or a per-step
+            schedule of integers (see :mod:`featlearn.schedules`).
+        train_size: ``None`` for online SGD, else the size of the finite training set.
+        val_size: Size of the validation set.
+        test_size: Size of the held-out test set (population estimates).
+        seed: Seed of the sample streams; fixed while the training seed varies.
+        eval_batch_size: Largest chunk evaluated at once on validation/test sets.
+    """
+
+    #: Dtype of the inputs the data model draws.
+    dtype: torch.dtype = torch.float32
+
+    def __init__(
+        self,
+        batch_size: ScheduleSpec = 256,
+        train_size: int | None = None,
+        val_size: int = 4096,
+        test_size: int = 16384,
+        seed: int = 0,
+        eval_batch_size: int = 65536,
+    ) -> None:
+        super().__init__()
+        self.batch_size = as_schedule(batch_size, "data.batch_size", integer=True, positive=True)
+        for name, value, minimum in (
+            ("train_size", train_size, 1),
+            ("val_size", val_size, 0),
+            ("test_size", test_size, 0),
+            ("eval_batch_size", eval_batch_size, 1),
+        ):
+            if value is None and name == "train_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(
+                    f"data.{name} must be an integer >= {minimum}, got {value!r}"
+                    + (" (use null for online sampling)." if name == "train_size" else ".")
+                )
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"data.seed must be a non-negative integer, got {seed!r}.")
+        self.train_size = train_size
+        self.val_size = val_size
+        self.test_size = test_size
+        self.seed = seed
+        self.eval_batch_size = eval_batch_size
+        self._generators = GeneratorPool()
+        self._train_sets: tuple[Tensor, Tensor] | None = None  # (S, n, d), (S, n)
+        self._eval_sets: dict[str, tuple[Tensor, Tensor]] = {}
+
+    # ------------------------------------------------------------------ subclass API
+    @property
+    @abc.abstractmethod
+    def input_dim(self) -> int:
+        """The input dimension d."""
+
+    @abc.abstractmethod
+    def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
+        """Draw ``n`` i.i.d. labelled samples.
+
+        Args:
+            n: Number of samples.
+            generator: The only source of randomness to use (on ``device``).
+            device: Where to create the tensors.
+
+        Returns:
+            ``x`` of shape (n, d) and dtype :attr:`dtype`, and ``y`` of shape (n,) with
+            values in {-1, +1} (same dtype).
+        """
+
+    def ground_truth(self) -> dict[str, Tensor]:
+        """Named ground-truth feature directions, each of shape (d,) or (k, d).
+
+        Diagnostics look up the names they need (``mu_1`` and ``mu_2`` for XOR). The
+        default is none.
+        """
+        return {}
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def ensemble_size(self) -> int:
+        """Number of independent streams: the attached model's ``ensemble_size``."""
+        trainer = getattr(self, "trainer", None)
+        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        return int(getattr(module, "ensemble_size", 1))
+
+    @property
+    def device(self) -> torch.device:
+        """The training device (CPU when no trainer is attached)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return torch.device("cpu")
+        return trainer.strategy.root_device
+
+    # ------------------------------------------------------------------ drawing
+    def draw(self, n: int, member: int, stream: int, step: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        """Draw ``n`` samples of ``member``'s ``stream`` at ``step`` (reproducible)."""
+        gen = self._generators.get(device, self.seed + member, stream, step)
+        x, y = self.sample(n, gen, device)
+        self._check_sample(x, y, n)
+        return x, y
+
+    def _check_sample(self, x: Tensor, y: Tensor, n: int) -> None:
+        d = self.input_dim
+        if x.shape != (n, d) or y.shape != (n,):
+            raise ValueError(
+                f"{type(self).__name__}.sample(n={n}) must return x of shape ({n}, {d}) and y of "
+                f"shape ({n},), got {tuple(x.shape)} and {tuple(y.shape)}."
+            )
+
+    def _draw_members(self, n: int, stream: int, step: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        pairs = [self.draw(n, s, stream, step, device) for s in range(self.ensemble_size)]
+        if len(pairs) == 1:
+            x, y = pairs[0]
+            return x.unsqueeze(0), y.unsqueeze(0)
+        return torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+
+    def train_batch(self, step: int) -> tuple[Tensor, Tensor]:
+        """The training batch of update step ``step`` (>= 1): x (S, B, d), y (S, B)."""
+        device = self.device
+        size = self.batch_size(step)
+        if self.train_size is None:
+            return self._draw_members(size, TRAIN_BATCH, step, device)
+        x_all, y_all = self.train_set()  # (S, n, d), (S, n)
+        n = self.train_size
+        if size >= n:
+            return x_all, y_all
+        idx = torch.stack(
+            [
+                torch.randperm(n, generator=self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device=device)[:size]
+                for s in range(x_all.shape[0])
+            ]
+        )  # (S, B)
+        return torch.gather(x_all, 1, idx.unsqueeze(-1).expand(-1, -1, x_all.shape[-1])), torch.gather(y_all, 1, idx)
+
+    def train_set(self) -> tuple[Tensor, Tensor]:
+        """The finite training set, drawn once: x (S, n, d), y (S, n)."""
+        if self.train_size is None:
+            raise RuntimeError("data.train_size is null (online sampling): there is no training set.")
+        device, members = self.device, self.ensemble_size
+        cached = self._train_sets
+        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
+            self._train_sets = self._draw_members(self.train_size, TRAIN_SET, 0, device)
+        return self._train_sets
+
+    def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
+        """The validation (``"val"``) or test (``"test"``) set: x (S, n, d), y (S, n)."""
+        stream, n = {"val": (VAL_SET, self.val_size), "test": (TEST_SET, self.test_size)}[split]
+        device, members = self.device, self.ensemble_size
+        cached = self._eval_sets.get(split)
+        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
+            cached = self._draw_members(n, stream, 0, device)
+            self._eval_sets[split] = cached
+        return cached
+
+    # ------------------------------------------------------------------ Lightning hooks
+    def train_dataloader(self) -> _StepStream:
+        """An endless stream of per-step batches, starting after the trainer's step."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.max_steps is not None:
+            self.batch_size.check_covers(trainer.max_steps)
+        return _StepStream(self)
+
+    def val_dataloader(self) -> _Chunks:
+        """The validation set in chunks of at most ``eval_batch_size``."""
+        return self._chunks(*self.eval_set("val"))
+
+    def test_dataloader(self) -> _Chunks:
+        """The test set in chunks of at most ``eval_batch_size``."""
+        return self._chunks(*self.eval_set("test"))
+
+    def _chunks(self, x: Tensor, y: Tensor) -> _Chunks:
+        size = self.eval_batch_size
+        return _Chunks([(x[:, i : i + size], y[:, i : i + size]) for i in range(0, x.shape[1], size)])
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):  # noqa: D102
+        # Batches are born on the device; skip Lightning's recursive move.
+        return batch
+
+    def state_dict(self) -> dict:
+        """What defines the sample stream; checked when a run resumes."""
+        return {"seed": self.seed, "train_size": self.train_size}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Refuse to resume a run with a different sample stream.
+
+        Raises:
+            ValueError: If the checkpoint's data seed or train_size differ.
+        """
+        for key in ("seed", "train_size"):
+            if key in state_dict and state_dict[key] != getattr(self, key):
+                raise ValueError(
+                    f"The checkpoint was trained with data.{key}={state_dict[key]!r} but this run "
+                    f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
+                    f"stream. Set data.{key}: {state_dict[key]!r} to resume."
+                )
+
+
+class _StepStream:
+    """Yields the batch of each update step, from the trainer's current step on.
+
+    Lightning may fetch a batch ahead; since the batch of step ``t`` depends only on
+    ``t``, prefetching and resuming do not change what each step trains on.
+    """
+
+    def __init__(self, datamodule: SyntheticDataModule) -> None:
+        self.datamodule = datamodule
+
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
+        trainer = getattr(self.datamodule, "trainer", None)
+        step = trainer.global_step if trainer is not None else 0
+        while True:
+            step += 1
+            yield self.datamodule.train_batch(step)
+
+
+class _Chunks:
+    """One evaluation loader: a fixed sequence of (x, y) chunks (a bare list would
+    read to Lightning as several loaders)."""
+
+    def __init__(self, chunks: list[tuple[Tensor, Tensor]]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
+        return iter(self.chunks)
+
+    def __len__(self) -> int:
+        return len(self.chunks)

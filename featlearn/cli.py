@@ -1,0 +1,87 @@
+"""The ``featlearn`` command line: a LightningCLI over featlearn's data models and learners.
+
+``featlearn fit --config configs/experiments/glasgow_xor.yaml`` builds the data model,
+the learner, the trainer and its callbacks from the config, trains, then evaluates
+the test set. ``configs/base.yaml`` (trainer defaults, logger, cadence) is loaded
+first when the repository's ``configs/`` folder is present; later ``--config`` files
+and command-line flags override it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytorch_lightning as pl
+from pytorch_lightning.cli import LightningCLI
+
+# Importing the packages registers their classes for short names (class_path: BooleanXOR).
+import featlearn.callbacks  # noqa: F401
+import featlearn.datamodules
+import featlearn.models  # noqa: F401
+
+#: The repository's config folder (present in a checkout / editable install).
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+BASE_CONFIG = CONFIG_DIR / "base.yaml"
+
+
+class FeatlearnCLI(LightningCLI):
+    """LightningCLI with featlearn's links and the test run after ``fit``.
+
+    * ``data.input_dim`` is linked into ``model.init_args.input_dim`` once the data
+      model is built (so a config never states d twice).
+    * The learner owns its optimizer and schedules (``auto_configure_optimizers``
+      is off: ``--optimizer`` would silently replace them).
+    * After ``fit``, the test set is evaluated (``test/loss``, ``test/error``) unless
+      ``--test_after_fit false``.
+    """
+
+    def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
+        parser.link_arguments("data.input_dim", "model.init_args.input_dim", apply_on="instantiate")
+        parser.add_argument(
+            "--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit."
+        )
+
+    def after_fit(self) -> None:
+        """Evaluate the test set on the final weights (skipped for fast_dev_run)."""
+        config = self.config.get(self.subcommand, self.config)
+        if not config.get("test_after_fit", True) or self.trainer.fast_dev_run:
+            return
+        if self.trainer.interrupted:
+            return
+        self.trainer.test(self.model, datamodule=self.datamodule, verbose=True)
+
+
+def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
+    """Build (and by default run) the command line; ``args`` default to ``sys.argv[1:]``.
+
+    Args:
+        args: Command-line arguments, e.g. ``["fit", "--config", "exp.yaml"]``.
+        run: Run the subcommand (False: only build the objects, no subcommand).
+
+    Returns:
+        The CLI object (``cli.trainer``, ``cli.model``, ``cli.datamodule``).
+    """
+    defaults = [str(BASE_CONFIG)] if BASE_CONFIG.is_file() else []
+    parser_kwargs = {
+        sub: {"default_config_files": defaults} for sub in ("fit", "validate", "test", "predict")
+    } if run else {"default_config_files": defaults}
+    return FeatlearnCLI(
+        model_class=pl.LightningModule,
+        datamodule_class=featlearn.datamodules.SyntheticDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        auto_configure_optimizers=False,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs=parser_kwargs,
+        args=args,
+        run=run,
+    )
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``featlearn`` console script and ``python -m featlearn``."""
+    build_cli(args)
+
+
+if __name__ == "__main__":
+    main()

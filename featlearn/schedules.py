@@ -1,0 +1,231 @@
+"""Per-step hyperparameter schedules: pure functions of the update step.
+
+A schedule maps an update step ``t`` (the first update is step 1) to a value. It is
+written in a config either as a number (constant for the whole run) or as a list
+of contiguous segments::
+
+    lr:
+      - {start: 1, end: 1, value: 1.0e-3}          # step 1
+      - {start: 2, end: 2, value: 1.0}             # step 2
+      - {start: 3, value: 0.1, end_value: 0.01,    # steps 3..600, decaying
+         end: 600, decay: exponential}
+
+Each segment covers steps ``start..end`` inclusive (``end`` omitted: until the end of
+training). Within a segment the value is constant, or moves from ``value`` at
+``start`` to ``end_value`` at ``end`` by ``decay``:
+
+* ``linear``: v(t) = v0 + (v1 - v0) u
+* ``cosine``: v(t) = v1 + (v0 - v1) (1 + cos(pi u)) / 2
+* ``exponential``: v(t) = v0 (v1 / v0)^u
+
+with u = (t - start) / (end - start) in [0, 1]. Segments must start at step 1 and
+follow each other without gaps or overlaps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+#: What a user may write for a scheduled hyperparameter: a number, or a list of
+#: segment mappings with keys ``start``, ``end``, ``value``, ``end_value``, ``decay``.
+ScheduleSpec = Union[float, int, Sequence[Mapping[str, Any]]]
+
+DECAYS = ("constant", "linear", "cosine", "exponential")
+_SEGMENT_KEYS = {"start", "end", "value", "end_value", "decay"}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One piece of a schedule: steps ``start..end`` (inclusive; ``end=None`` is open)."""
+
+    start: int
+    end: int | None
+    value: float
+    end_value: float | None = None
+    decay: str = "constant"
+
+    def __call__(self, step: int) -> float:
+        if self.decay == "constant" or self.end == self.start:
+            return self.value
+        u = (step - self.start) / (self.end - self.start)
+        v0, v1 = self.value, self.end_value
+        if self.decay == "linear":
+            return v0 + (v1 - v0) * u
+        if self.decay == "cosine":
+            return v1 + (v0 - v1) * 0.5 * (1.0 + math.cos(math.pi * u))
+        return v0 * (v1 / v0) ** u  # exponential
+
+
+class Schedule:
+    """A validated piecewise schedule over update steps.
+
+    Args:
+        spec: A number (constant) or a list of segment mappings (see module docstring).
+        name: The parameter's name as a user writes it (``model.lr``), used in errors.
+        integer: Values must be integers (batch sizes); only constant segments allowed.
+        positive: Values must be > 0 (otherwise >= 0).
+
+    Raises:
+        ValueError: If the spec is malformed, has gaps or overlaps, does not start at
+            step 1, or holds a value out of range. The message names the parameter.
+    """
+
+    def __init__(
+        self, spec: ScheduleSpec, name: str, *, integer: bool = False, positive: bool = False
+    ) -> None:
+        self.name = name
+        self.integer = integer
+        self.positive = positive
+        if spec is None:
+            raise ValueError(f"{name} is missing: give a number or a list of segments.")
+        if isinstance(spec, Schedule):
+            spec = spec.spec
+        self.spec = spec
+        if isinstance(spec, bool):
+            raise ValueError(f"{name} must be a number or a list of segments, got {spec!r}.")
+        if isinstance(spec, (int, float)):
+            self.segments = (Segment(1, None, self._check_value(spec, "value")),)
+        elif isinstance(spec, Sequence) and not isinstance(spec, str):
+            self.segments = self._parse_segments(spec)
+        else:
+            raise ValueError(
+                f"{name} must be a number or a list of segments like "
+                f"[{{start: 1, end: 1, value: 0.1}}, {{start: 2, value: 0.01}}], got {spec!r}."
+            )
+        self.is_constant = len(self.segments) == 1 and self.segments[0].decay == "constant"
+        self._cursor = 0  # index of the segment that served the last call
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step the schedule covers, or None if its last segment is open-ended."""
+        return self.segments[-1].end
+
+    def check_covers(self, max_steps: int, max_steps_name: str = "trainer.max_steps") -> None:
+        """Raise if training would run past the end of the schedule.
+
+        Args:
+            max_steps: The number of update steps training will run (-1: unbounded).
+            max_steps_name: How the user sets ``max_steps``, for the message.
+
+        Raises:
+            ValueError: If the schedule ends before ``max_steps``.
+        """
+        last = self.last_step
+        if last is None:
+            return
+        if max_steps is None or max_steps < 0 or max_steps > last:
+            raise ValueError(
+                f"{self.name} covers steps 1..{last} but {max_steps_name} is {max_steps}: "
+                f"omit `end` in the last segment of {self.name} to keep its value until the end, "
+                f"or set {max_steps_name} <= {last}."
+            )
+
+    def __call__(self, step: int) -> float:
+        """The value at update step ``step`` (>= 1)."""
+        segments = self.segments
+        seg = segments[self._cursor]
+        if step < seg.start or (seg.end is not None and step > seg.end):
+            seg = self._find(step)
+        value = seg(step)
+        return int(value) if self.integer else value
+
+    def _find(self, step: int) -> Segment:
+        if step < 1:
+            raise ValueError(f"{self.name}: steps start at 1, got step {step}.")
+        for i, seg in enumerate(self.segments):
+            if seg.end is None or step <= seg.end:
+                self._cursor = i
+                return seg
+        raise ValueError(
+            f"{self.name} ends at step {self.last_step} but step {step} was requested: "
+            f"omit `end` in its last segment to continue it."
+        )
+
+    def __repr__(self) -> str:
+        return f"Schedule({self.name}={self.spec!r})"
+
+    def _check_value(self, value: Any, what: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{self.name}: {what} must be a number, got {value!r}.")
+        if not math.isfinite(value):
+            raise ValueError(f"{self.name}: {what} must be finite, got {value!r}.")
+        if self.integer and float(value) != int(value):
+            raise ValueError(f"{self.name}: {what} must be an integer, got {value!r}.")
+        if self.positive and value <= 0:
+            raise ValueError(f"{self.name}: {what} must be > 0, got {value!r}.")
+        if value < 0:
+            raise ValueError(f"{self.name}: {what} must be >= 0, got {value!r}.")
+        return int(value) if self.integer else float(value)
+
+    def _parse_segments(self, spec: Sequence[Mapping[str, Any]]) -> tuple[Segment, ...]:
+        name = self.name
+        if len(spec) == 0:
+            raise ValueError(f"{name}: the list of segments is empty; give at least one.")
+        segments = []
+        expected_start = 1
+        for k, raw in enumerate(spec):
+            where = f"{name}[{k}]"
+            if not isinstance(raw, Mapping):
+                raise ValueError(f"{where} must be a mapping like {{start: 1, value: 0.1}}.")
+            unknown = set(raw) - _SEGMENT_KEYS
+            if unknown:
+                raise ValueError(
+                    f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(_SEGMENT_KEYS)}."
+                )
+            if "value" not in raw:
+                raise ValueError(f"{where} has no `value`.")
+            start = raw.get("start", expected_start)
+            end = raw.get("end")
+            if isinstance(start, bool) or not isinstance(start, int):
+                raise ValueError(f"{where}.start must be an integer step, got {start!r}.")
+            if start != expected_start:
+                gap_or_overlap = "a gap before" if start > expected_start else "an overlap at"
+                raise ValueError(
+                    f"{where} starts at step {start} but the previous segment ends at step "
+                    f"{expected_start - 1} ({gap_or_overlap} step {min(start, expected_start)}): "
+                    f"segments must be contiguous, the first starting at step 1; "
+                    f"set start: {expected_start}."
+                )
+            if end is not None:
+                if isinstance(end, bool) or not isinstance(end, int) or end < start:
+                    raise ValueError(f"{where}.end must be an integer >= start ({start}), got {end!r}.")
+            elif k != len(spec) - 1:
+                raise ValueError(
+                    f"{where} has no `end` but is followed by another segment: "
+                    f"only the last segment may be open-ended."
+                )
+            decay = raw.get("decay", "constant" if raw.get("end_value") is None else "linear")
+            if decay not in DECAYS:
+                raise ValueError(f"{where}.decay must be one of {DECAYS}, got {decay!r}.")
+            value = self._check_value(raw["value"], "value")
+            end_value = raw.get("end_value")
+            if decay != "constant":
+                if self.integer:
+                    raise ValueError(f"{where}: {name} takes constant segments only.")
+                if end is None:
+                    raise ValueError(f"{where}: a `{decay}` segment needs an `end` step.")
+                if end_value is None:
+                    raise ValueError(f"{where}: a `{decay}` segment needs an `end_value`.")
+                end_value = self._check_value(end_value, "end_value")
+                if decay == "exponential" and (value == 0 or end_value == 0):
+                    raise ValueError(
+                        f"{where}: an exponential segment needs value and end_value > 0."
+                    )
+            elif end_value is not None:
+                raise ValueError(f"{where}: `end_value` needs a decay (linear/cosine/exponential).")
+            segments.append(Segment(start, end, value, end_value, decay))
+            if end is not None:
+                expected_start = end + 1
+        return tuple(segments)
+
+
+def as_schedule(
+    spec: ScheduleSpec | Schedule, name: str, *, integer: bool = False, positive: bool = False
+) -> Schedule:
+    """Build a :class:`Schedule` from a spec (or pass one through)."""
+    if isinstance(spec, Schedule):
+        return spec
+    return Schedule(spec, name, integer=integer, positive=positive)

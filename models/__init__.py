@@ -1,0 +1,11 @@
+"""Learners (``featlearn.models``): plain networks and the LightningModules that train them."""
+
+from featlearn._guard import require_featlearn_namespace
+
+require_featlearn_namespace(__name__, "models")
+
+from featlearn.models.base import ScheduledSGDModule  # noqa: E402
+from featlearn.models.networks import TwoLayerNetwork  # noqa: E402
+from featlearn.models.two_layer import TwoLayerNet  # noqa: E402
+
+__all__ = ["ScheduledSGDModule", "TwoLayerNet", "TwoLayerNetwork"]

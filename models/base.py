@@ -1,0 +1,182 @@
+"""Base learner: an ensemble trained by plain SGD with per-step schedules."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor, nn
+
+from featlearn.models.losses import LOSSES
+from featlearn.schedules import Schedule
+
+
+class ScheduledSGDModule(pl.LightningModule, abc.ABC):
+    r"""Trains S independent models by SGD whose hyperparameters are functions of the step.
+
+    Each member ``s`` minimises its own objective on its own batch,
+
+    .. math::
+
+        L_s = \frac{1}{B} \sum_{i=1}^{B} \ell\big(y_{s i} f_s(x_{s i})\big)
+              + \sum_g \lambda_g(t) \lVert \theta_{s,g} \rVert^2 ,
+
+    with the L2 terms written out in the loss (as in Shi et al. 2022, eq. (4); no
+    optimizer-side decay), and each parameter group g takes the step
+
+    .. math::  \theta_g \leftarrow \theta_g - c\, \eta_g(t)\, \partial L / \partial \theta_g ,
+
+    where ``c`` is :meth:`gradient_scale` (``p`` under Glasgow's mean-field
+    convention). Since the members' objectives are summed, their gradients stay
+    independent. The update runs under manual optimization so that the schedules,
+    not an optimizer config, define the step.
+
+    A subclass builds its network, then calls :meth:`_set_groups` with its
+    parameter groups and their rate and decay schedules, and implements
+    :meth:`training_output` and :meth:`scores`.
+
+    Args:
+        loss: ``logistic`` or ``hinge`` (see :mod:`featlearn.models.losses`).
+        ensemble_size: S, the number of independent members.
+        max_members_logged: Log per-member curves when S is at most this.
+    """
+
+    def __init__(self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8) -> None:
+        super().__init__()
+        if loss not in LOSSES:
+            raise ValueError(f"model.loss must be one of {sorted(LOSSES)}, got {loss!r}.")
+        if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int) or ensemble_size < 1:
+            raise ValueError(f"model.ensemble_size must be an integer >= 1, got {ensemble_size!r}.")
+        self.automatic_optimization = False
+        self.loss_name = loss
+        self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
+        self.ensemble_size = ensemble_size
+        self.max_members_logged = max_members_logged
+        self._groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
+        # First update step whose loss was not finite (0: none yet). A device tensor,
+        # so the check costs no host sync per step.
+        self.register_buffer("_first_bad_step", torch.zeros((), dtype=torch.long), persistent=False)
+
+    # ------------------------------------------------------------------ subclass API
+    def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
+        """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule)."""
+        self._groups = {
+            name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items() if list(params)
+        }
+
+    @abc.abstractmethod
+    def training_output(self, x: Tensor, step: int) -> Tensor:
+        """The outputs f (S, B) used in the training loss at ``step`` (may add noise)."""
+
+    @abc.abstractmethod
+    def scores(self, x: Tensor) -> Tensor:
+        """The outputs f (S, B) at evaluation (no noise)."""
+
+    def gradient_scale(self) -> float:
+        """The factor c multiplying each gradient step (1 by default)."""
+        return 1.0
+
+    def scheduled_values(self, step: int) -> dict[str, float]:
+        """Every scheduled hyperparameter in effect at ``step``, by its log name."""
+        values = {}
+        for name, (_, lr, wd) in self._groups.items():
+            values[f"lr_{name}"] = lr(step)
+            values[f"weight_decay_{name}"] = wd(step)
+        return values
+
+    def schedules(self) -> list[Schedule]:
+        """All schedules, for the coverage check at fit start."""
+        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)]
+
+    # ------------------------------------------------------------------ training
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """Plain SGD, one group per parameter group; rates are set at every step."""
+        return torch.optim.SGD(
+            [{"params": params, "lr": 0.0} for params, _, _ in self._groups.values()], lr=0.0
+        )
+
+    def on_fit_start(self) -> None:
+        """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
+        for schedule in self.schedules():
+            schedule.check_covers(self.trainer.max_steps)
+
+    def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
+        """Mean loss of each member: f, y (S, B) -> (S,)."""
+        return self.margin_loss(y * f).mean(dim=1)
+
+    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+        """One SGD update of every member on its batch x (S, B, d), y (S, B)."""
+        x, y = batch
+        step = self.global_step + 1
+        losses = self.member_losses(self.training_output(x, step), y)  # (S,)
+        objective = losses.sum()
+        for params, _, wd in self._groups.values():
+            lam = wd(step)
+            if lam:
+                objective = objective + lam * sum((p * p).sum() for p in params)
+        optimizer = self.optimizers()
+        optimizer.zero_grad(set_to_none=True)
+        self.manual_backward(objective)
+        scale = self.gradient_scale()
+        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values()):
+            group["lr"] = scale * lr(step)
+        optimizer.step()
+
+        finite = torch.isfinite(losses).all()
+        self._first_bad_step.copy_(
+            torch.where((self._first_bad_step == 0) & ~finite, step, self._first_bad_step)
+        )
+        if step % self.trainer.log_every_n_steps == 0:
+            self._raise_if_diverged()
+            self._log_train(losses.detach(), step, batch_size=x.shape[1])
+        return objective.detach()
+
+    def on_train_end(self) -> None:  # noqa: D102
+        self._raise_if_diverged()
+
+    def _raise_if_diverged(self) -> None:
+        bad = int(self._first_bad_step)
+        if bad:
+            values = ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(bad).items())
+            raise FloatingPointError(
+                f"Training diverged: the loss became NaN or infinite at update step {bad} "
+                f"(in effect then: {values}). Lower the learning rate (model.lr / lr_w / lr_a) "
+                f"from that step, or shrink the initialisation."
+            )
+
+    def _log_train(self, losses: Tensor, step: int, batch_size: int) -> None:
+        metrics = {"train/loss": losses.mean()}
+        metrics.update(self._member_metrics("train", "loss", losses))
+        metrics.update({f"sched/{k}": float(v) for k, v in self.scheduled_values(step).items()})
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=batch_size)
+
+    def _member_metrics(self, split: str, name: str, values: Tensor) -> dict[str, Tensor]:
+        """min/max across members and per-member values when the ensemble is small."""
+        if values.numel() == 1:
+            return {}
+        out = {f"{split}/{name}_min": values.min(), f"{split}/{name}_max": values.max()}
+        if values.numel() <= self.max_members_logged:
+            out.update({f"{split}_members/{name}_{s}": v for s, v in enumerate(values)})
+        return out
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-member loss and 0-1 error (a zero output counts as an error): (S,), (S,)."""
+        f = self.scores(x)
+        return self.member_losses(f, y), (y * f <= 0).to(f.dtype).mean(dim=1)
+
+    def _eval_step(self, batch: tuple[Tensor, Tensor], split: str) -> None:
+        x, y = batch
+        loss, error = self.evaluate(x, y)
+        metrics = {f"{split}/loss": loss.mean(), f"{split}/error": error.mean()}
+        metrics.update(self._member_metrics(split, "loss", loss))
+        metrics.update(self._member_metrics(split, "error", error))
+        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1])
+
+    def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:  # noqa: D102
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:  # noqa: D102
+        self._eval_step(batch, "test")

@@ -1,0 +1,84 @@
+import math
+
+import pytest
+
+from featlearn.schedules import Schedule
+
+
+def test_constant():
+    s = Schedule(0.5, "model.lr")
+    assert s.is_constant and s(1) == 0.5 and s(10**6) == 0.5
+    assert s.last_step is None
+
+
+def test_piecewise_steps_one_two_then_rest():
+    s = Schedule(
+        [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "end": 2, "value": 1.0}, {"start": 3, "value": 0.01}],
+        "model.lr",
+    )
+    assert [s(t) for t in (1, 2, 3, 4, 1000)] == [1e-3, 1.0, 0.01, 0.01, 0.01]
+    # Going back in steps (as a resumed or re-queried run does) still works.
+    assert s(1) == 1e-3
+
+
+@pytest.mark.parametrize(
+    "decay,expected_mid",
+    [("linear", 0.55), ("cosine", 0.55), ("exponential", math.sqrt(1.0 * 0.1))],
+)
+def test_decays_hit_both_ends_and_midpoint(decay, expected_mid):
+    s = Schedule([{"start": 1, "end": 101, "value": 1.0, "end_value": 0.1, "decay": decay}], "x")
+    assert s(1) == pytest.approx(1.0)
+    assert s(101) == pytest.approx(0.1)
+    assert s(51) == pytest.approx(expected_mid)
+
+
+def test_linear_is_default_decay_when_end_value_given():
+    s = Schedule([{"start": 1, "end": 3, "value": 3.0, "end_value": 1.0}], "x")
+    assert [s(t) for t in (1, 2, 3)] == [3.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "spec,match",
+    [
+        ([{"start": 2, "value": 1.0}], "gap before step 1"),
+        ([{"start": 1, "end": 2, "value": 1.0}, {"start": 4, "value": 1.0}], "gap before step 3"),
+        ([{"start": 1, "end": 3, "value": 1.0}, {"start": 3, "value": 1.0}], "overlap at step 3"),
+        ([{"start": 1, "value": 1.0}, {"start": 5, "value": 1.0}], "only the last segment may be open"),
+        ([{"start": 1, "value": -1.0}], "must be >= 0"),
+        (-0.1, "must be >= 0"),
+        ([{"start": 1, "end": 0, "value": 1.0}], "end must be an integer >= start"),
+        ([{"start": 1, "value": 1.0, "lr": 2}], "unknown keys"),
+        ([{"start": 1}], "no `value`"),
+        ([], "empty"),
+        ("fast", "must be a number or a list"),
+        ([{"start": 1, "value": 1.0, "end_value": 0.5, "decay": "linear"}], "needs an `end`"),
+        ([{"start": 1, "end": 5, "value": 1.0, "decay": "wiggly", "end_value": 1}], "decay must be one of"),
+        (float("nan"), "finite"),
+        (None, "missing"),
+    ],
+)
+def test_bad_specs_name_the_parameter(spec, match):
+    with pytest.raises(ValueError, match=match) as err:
+        Schedule(spec, "model.lr")
+    assert "model.lr" in str(err.value)
+
+
+def test_integer_schedules_reject_fractions_and_decays():
+    with pytest.raises(ValueError, match="integer"):
+        Schedule(10.5, "data.batch_size", integer=True, positive=True)
+    with pytest.raises(ValueError, match="> 0"):
+        Schedule(0, "data.batch_size", integer=True, positive=True)
+    with pytest.raises(ValueError, match="constant segments only"):
+        Schedule([{"start": 1, "end": 5, "value": 10, "end_value": 2}], "data.batch_size", integer=True)
+    s = Schedule([{"start": 1, "end": 2, "value": 50000}, {"start": 3, "value": 1000}], "data.batch_size", integer=True)
+    assert s(2) == 50000 and s(3) == 1000 and isinstance(s(3), int)
+
+
+def test_coverage_check():
+    s = Schedule([{"start": 1, "end": 600, "value": 1.0}], "model.lr")
+    s.check_covers(600)
+    with pytest.raises(ValueError, match="covers steps 1..600 but trainer.max_steps is 1000"):
+        s.check_covers(1000)
+    with pytest.raises(ValueError, match="omit `end`"):
+        s.check_covers(-1)
+    Schedule(0.1, "model.lr").check_covers(-1)

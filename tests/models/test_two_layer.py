@@ -1,0 +1,218 @@
+import math
+
+import pytest
+import torch
+
+from featlearn.datamodules import BooleanXOR
+from featlearn.models import TwoLayerNet
+from featlearn.models.losses import LOSSES
+
+
+def glasgow_step_by_hand(w, a, x, y, eta):
+    """One step of Glasgow (2023), Section 2.2, written from the paper's formulas (float64).
+
+    l'(x) = -2 y e^{-y f} / (1 + e^{-y f}),
+    grad_w = (1/m) sum_i a_w l'(x_i) 1[w.x_i > 0] x_i,  grad_a = (1/m) sum_i l'(x_i) relu(w.x_i),
+    w <- w - eta grad_w,  a <- a - eta grad_a   (gradients already scaled by p).
+    """
+    w, a, x, y = (t.double() for t in (w, a, x, y))
+    p = w.shape[0]
+    pre = x @ w.T  # (m, p)
+    f = (torch.relu(pre) @ a) / p  # (m,)
+    lprime = -2 * y * torch.exp(-y * f) / (1 + torch.exp(-y * f))  # (m,)
+    grad_w = ((lprime[:, None] * (pre > 0)) * a[None, :]).T @ x / x.shape[0]  # (p, d)
+    grad_a = (lprime[:, None] * torch.relu(pre)).mean(0)  # (p,)
+    return w - eta * grad_w, a - eta * grad_a
+
+
+def test_defaults_are_glasgows_model():
+    model = TwoLayerNet(16, 32, lr=0.1, init_scale=0.3)
+    net = model.net
+    assert net.scale == pytest.approx(1 / 32) and net.b is None and net.activation == "relu"
+    assert model.loss_name == "logistic" and model.gradient_scale() == 32
+    # Sphere initialisation: ||w_j|| = theta, a_j = +-||w_j||.
+    norms = net.w[0].norm(dim=1)
+    torch.testing.assert_close(norms, torch.full((32,), 0.3))
+    torch.testing.assert_close(net.a[0].abs(), norms)
+    assert (net.a > 0).any() and (net.a < 0).any()
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_sgd_update_matches_paper_formulas(fit, steps):
+    dm = BooleanXOR(dim=12, batch_size=64, seed=3)
+    model = TwoLayerNet(12, 10, lr=0.7, init_scale=0.5, seed=1)
+    w, a = model.net.w[0].detach().clone(), model.net.a[0].detach().clone()
+    for t in range(1, steps + 1):
+        x, y = dm.train_batch(t)  # the batch of step t is a pure function of t
+        w, a = glasgow_step_by_hand(w, a, x[0], y[0], eta=0.7)
+    fit(model, dm, steps)
+    torch.testing.assert_close(model.net.w[0].double(), w, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.net.a[0].double(), a, rtol=1e-5, atol=1e-6)
+
+
+def test_weight_decay_is_explicit_l2_and_lambda_half_over_eta_forgets(fit):
+    """Shi et al.: lambda_w = 1/(2 eta) makes w^(1) = -eta grad L (old weights forgotten)."""
+    dm = BooleanXOR(dim=8, batch_size=32)
+    eta = 0.5
+    model = TwoLayerNet(
+        8, 6, lr=eta, weight_decay_w=1 / (2 * eta), train_second_layer=False, mean_field_gradient=False,
+        output_scale="standard", seed=0,
+    )
+    reference = TwoLayerNet(8, 6, lr=eta, train_second_layer=False, mean_field_gradient=False, output_scale="standard", seed=0)
+    w0 = reference.net.w.detach().clone()
+    fit(model, dm, 1)
+    fit(reference, BooleanXOR(dim=8, batch_size=32), 1)
+    # reference: w0 - eta g ; decayed: w0 - eta (g + 2 lambda w0) = -eta g
+    torch.testing.assert_close(model.net.w, reference.net.w - w0, rtol=1e-5, atol=1e-6)
+    assert model.net.a.requires_grad is False
+
+
+def test_frozen_first_layer_does_not_move(fit):
+    model = TwoLayerNet(8, 6, lr=0.3, train_first_layer=False, seed=0)
+    w0, a0 = model.net.w.detach().clone(), model.net.a.detach().clone()
+    fit(model, BooleanXOR(dim=8, batch_size=32), 3)
+    assert torch.equal(model.net.w, w0) and not torch.equal(model.net.a, a0)
+
+
+def test_per_layer_rates_and_schedules_are_applied(fit):
+    """eta_a = 0 from step 2 on: a moves once only; w keeps moving."""
+    model = TwoLayerNet(8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
+    fit(model, BooleanXOR(dim=8, batch_size=32), 1)
+    a1, w1 = model.net.a.detach().clone(), model.net.w.detach().clone()
+    model2 = TwoLayerNet(8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
+    fit(model2, BooleanXOR(dim=8, batch_size=32), 4)
+    assert torch.equal(model2.net.a, a1) and not torch.equal(model2.net.w, w1)
+    assert model2.scheduled_values(1)["lr_a"] == 0.3 and model2.scheduled_values(2)["lr_a"] == 0.0
+
+
+def test_noise_is_injected_into_preactivations_and_reproducible(fit):
+    def run(noise):
+        model = TwoLayerNet(8, 6, lr=0.3, noise_std=noise, seed=0)
+        fit(model, BooleanXOR(dim=8, batch_size=32), 2)
+        return model.net.w.detach().clone()
+
+    quiet, noisy, noisy_again = run(0.0), run(0.5), run(0.5)
+    assert not torch.equal(quiet, noisy)
+    assert torch.equal(noisy, noisy_again)
+
+
+def test_ensemble_member_equals_single_run(fit):
+    """Member s of an S-ensemble (seeds 10+s, data seed 5+s) == a single run with those seeds."""
+    S, steps = 4, 6
+    ensemble = TwoLayerNet(10, 8, lr=0.4, noise_std=0.1, ensemble_size=S, seed=10)
+    fit(ensemble, BooleanXOR(dim=10, batch_size=48, seed=5), steps)
+    for s in range(S):
+        single = TwoLayerNet(10, 8, lr=0.4, noise_std=0.1, seed=10 + s)
+        fit(single, BooleanXOR(dim=10, batch_size=48, seed=5 + s), steps)
+        torch.testing.assert_close(ensemble.net.w[s], single.net.w[0], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ensemble.net.a[s], single.net.a[0], rtol=1e-5, atol=1e-6)
+
+
+def test_same_seed_same_weights(fit):
+    def run():
+        model = TwoLayerNet(10, 8, lr=0.4, noise_std=0.05, seed=3)
+        fit(model, BooleanXOR(dim=10, batch_size=48, train_size=100), 7)
+        return model.net.w.detach().clone()
+
+    assert torch.equal(run(), run())
+
+
+@pytest.mark.parametrize("train_size", [None, 100])
+def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size):
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    def make():
+        model = TwoLayerNet(
+            10, 8, lr=[{"start": 1, "end": 4, "value": 0.5}, {"start": 5, "value": 0.2}], noise_std=0.05, seed=3
+        )
+        dm = BooleanXOR(
+            dim=10, batch_size=[{"start": 1, "end": 2, "value": 200}, {"start": 3, "value": 16}], train_size=train_size
+        )
+        return model, dm
+
+    full, dm = make()
+    fit(full, dm, 10)
+
+    first, dm = make()
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=5, save_top_k=-1)
+    fit(first, dm, 5, enable_checkpointing=True, callbacks=[ckpt])
+    resumed, dm = make()
+    fit(resumed, dm, 10, ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=5.ckpt"))
+    torch.testing.assert_close(resumed.net.w, full.net.w, rtol=0, atol=0)
+    torch.testing.assert_close(resumed.net.a, full.net.a, rtol=0, atol=0)
+
+
+def test_divergence_stops_with_step_and_rate(fit):
+    model = TwoLayerNet(8, 6, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}], seed=0)
+    with pytest.raises(FloatingPointError, match=r"step (3|4|5).*lr_w=1e\+30"):
+        fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=1)
+
+
+def test_divergence_detected_even_between_log_steps(fit):
+    model = TwoLayerNet(8, 6, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}], seed=0)
+    with pytest.raises(FloatingPointError, match="update step"):
+        fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=50)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(width=0, lr=0.1), "model.width"),
+        (dict(width=4), "model.lr_w is missing"),
+        (dict(width=4, lr=-0.1), "model.lr"),
+        (dict(width=4, lr=0.1, activation="tanh"), "activation"),
+        (dict(width=4, lr=0.1, loss="mse"), "model.loss"),
+        (dict(width=4, lr=0.1, init="xavier"), "model.init"),
+        (dict(width=4, lr=0.1, init="gaussian_symmetric"), "model.sigma_w"),
+        (dict(width=5, lr=0.1, init="gaussian_symmetric", sigma_w=1, sigma_b=1, sigma_a=1), "even"),
+        (dict(width=4, lr=0.1, init_scale=0.0), "model.init_scale"),
+        (dict(width=4, lr=0.1, ensemble_size=0), "model.ensemble_size"),
+        (dict(width=4, lr=0.1, train_first_layer=False, train_second_layer=False), "nothing would train"),
+        (dict(width=4, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 4, "value": 0.1}]), "gap"),
+        (dict(width=4, lr=0.1, noise_std=-1.0), "model.noise_std"),
+    ],
+)
+def test_bad_model_arguments_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TwoLayerNet(8, **kwargs)
+
+
+def test_schedule_shorter_than_run_fails_before_training(fit):
+    model = TwoLayerNet(8, 4, lr=[{"start": 1, "end": 5, "value": 0.1}], seed=0)
+    w0 = model.net.w.detach().clone()
+    with pytest.raises(ValueError, match="model.lr covers steps 1..5 but trainer.max_steps is 10"):
+        fit(model, BooleanXOR(dim=8, batch_size=8), 10)
+    assert torch.equal(model.net.w, w0)
+
+
+def test_gaussian_symmetric_init_outputs_zero():
+    model = TwoLayerNet(
+        8, 6, lr=0.1, init="gaussian_symmetric", sigma_w=1.0, sigma_b=0.5, sigma_a=2.0, bias=True,
+        activation="truncated_relu", output_scale="standard", ensemble_size=2, seed=0,
+    )
+    x = torch.randn(5, 8)
+    torch.testing.assert_close(model(x), torch.zeros(2, 5))
+    assert float(model.net.w[0].std()) == pytest.approx(1.0, abs=0.5)
+
+
+def test_network_shapes_and_activations():
+    model = TwoLayerNet(8, 6, lr=0.1, ensemble_size=3, bias=True, activation="quadratic", seed=0)
+    net = model.net
+    assert net.w.shape == (3, 6, 8) and net.a.shape == (3, 6) and net.b.shape == (3, 6)
+    x = torch.randn(4, 8)
+    out = net(x)
+    assert out.shape == (3, 4)
+    brute = torch.stack([((x @ net.w[s].T + net.b[s]) ** 2 @ net.a[s]) / 6 for s in range(3)])
+    torch.testing.assert_close(out, brute)
+    assert net(x.expand(3, 4, 8)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_loss_derivative_matches_autograd(name):
+    loss, derivative_abs = LOSSES[name]
+    margin = torch.tensor([-3.0, -0.5, 0.3, 0.99, 2.0, 5.0], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(loss(margin).sum(), margin)
+    torch.testing.assert_close(derivative_abs(margin.detach()), grad.abs())
+    if name == "logistic":
+        torch.testing.assert_close(loss(margin.detach()), 2 * torch.log1p(torch.exp(-margin.detach())))
+        assert loss(torch.zeros(1)).item() == pytest.approx(2 * math.log(2))
