@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
+from featlearn.callbacks.base import DiagnosticCallback
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
-
-from featlearn.callbacks.base import DiagnosticCallback
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
@@ -150,8 +149,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         """Mean and quantiles over neurons of (S, p) values, averaged over members."""
         values = values.to(torch.float64)
         out = {f"phase/{name}_mean": values.mean(dim=1).mean()}
-        qs = torch.quantile(values, torch.tensor(self.quantiles, dtype=values.dtype, device=values.device), dim=1)  # (Q, S)
-        for q, row in zip(self.quantiles, qs):
+        qs = torch.quantile(
+            values, torch.tensor(self.quantiles, dtype=values.dtype, device=values.device), dim=1
+        )  # (Q, S)
+        for q, row in zip(self.quantiles, qs, strict=True):
             out[f"phase/{name}_q{round(100 * q):02d}"] = row.mean()
         return out
 

@@ -9,7 +9,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
+from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
 
 
@@ -167,7 +167,9 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             return x_all, y_all
         idx = torch.stack(
             [
-                torch.randperm(n, generator=self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device=device)[:size]
+                torch.randperm(
+                    n, generator=self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device=device
+                )[:size]
                 for s in range(x_all.shape[0])
             ]
         )  # (S, B)
@@ -255,8 +257,10 @@ class _StepStream:
 
 
 class _Chunks:
-    """One evaluation loader: a fixed sequence of (x, y) chunks (a bare list would
-    read to Lightning as several loaders)."""
+    """One evaluation loader: a fixed sequence of (x, y) chunks.
+
+    A bare list would read to Lightning as several loaders.
+    """
 
     def __init__(self, chunks: list[tuple[Tensor, Tensor]]) -> None:
         self.chunks = chunks

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
+from featlearn.datamodules.base import SyntheticDataModule
 from torch import Tensor
 
-from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 
@@ -55,9 +55,7 @@ class BooleanXOR(SyntheticDataModule):
             raise ValueError(f"data.dim must be an integer >= 2 (XOR needs two coordinates), got {dim!r}.")
         pair = tuple(pair)
         if len(pair) != 2 or not all(isinstance(k, int) and 0 <= k < dim for k in pair):
-            raise ValueError(
-                f"data.pair must be two coordinates in [0, {dim - 1}] (0-based), got {list(pair)}."
-            )
+            raise ValueError(f"data.pair must be two coordinates in [0, {dim - 1}] (0-based), got {list(pair)}.")
         if pair[0] == pair[1]:
             raise ValueError(f"data.pair must name two different coordinates, got {list(pair)}.")
         self.dim = dim

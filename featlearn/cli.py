@@ -9,15 +9,20 @@ and command-line flags override it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import pytorch_lightning as pl
-from pytorch_lightning.cli import LightningCLI
+# pytorch_lightning.cli calls jsonargparse APIs that jsonargparse 4.49+ marks as
+# deprecated; the warnings are Lightning's to fix and only confuse users.
+os.environ.setdefault("JSONARGPARSE_DEPRECATION_WARNINGS", "off")
+
+import pytorch_lightning as pl  # noqa: E402
+from pytorch_lightning.cli import LightningCLI  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
-import featlearn.callbacks  # noqa: F401
-import featlearn.datamodules
-import featlearn.models  # noqa: F401
+import featlearn.callbacks  # noqa: E402, F401
+import featlearn.datamodules  # noqa: E402
+import featlearn.models  # noqa: E402, F401
 
 #: The repository's config folder (present in a checkout / editable install).
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -37,9 +42,7 @@ class FeatlearnCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
         parser.link_arguments("data.input_dim", "model.init_args.input_dim", apply_on="instantiate")
-        parser.add_argument(
-            "--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit."
-        )
+        parser.add_argument("--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit.")
 
     def after_fit(self) -> None:
         """Evaluate the test set on the final weights (skipped for fast_dev_run)."""
@@ -62,9 +65,11 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
         The CLI object (``cli.trainer``, ``cli.model``, ``cli.datamodule``).
     """
     defaults = [str(BASE_CONFIG)] if BASE_CONFIG.is_file() else []
-    parser_kwargs = {
-        sub: {"default_config_files": defaults} for sub in ("fit", "validate", "test", "predict")
-    } if run else {"default_config_files": defaults}
+    parser_kwargs = (
+        {sub: {"default_config_files": defaults} for sub in ("fit", "validate", "test", "predict")}
+        if run
+        else {"default_config_files": defaults}
+    )
     return FeatlearnCLI(
         model_class=pl.LightningModule,
         datamodule_class=featlearn.datamodules.SyntheticDataModule,

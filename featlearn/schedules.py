@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 #: What a user may write for a scheduled hyperparameter: a number, or a list of
 #: segment mappings with keys ``start``, ``end``, ``value``, ``end_value``, ``decay``.
-ScheduleSpec = Union[float, int, Sequence[Mapping[str, Any]]]
+ScheduleSpec = float | int | Sequence[Mapping[str, Any]]
 
 DECAYS = ("constant", "linear", "cosine", "exponential")
 _SEGMENT_KEYS = {"start", "end", "value", "end_value", "decay"}
@@ -48,6 +48,7 @@ class Segment:
     decay: str = "constant"
 
     def __call__(self, step: int) -> float:
+        """The value at ``step`` (which must lie in the segment)."""
         if self.decay == "constant" or self.end == self.start:
             return self.value
         u = (step - self.start) / (self.end - self.start)
@@ -73,9 +74,7 @@ class Schedule:
             step 1, or holds a value out of range. The message names the parameter.
     """
 
-    def __init__(
-        self, spec: ScheduleSpec, name: str, *, integer: bool = False, positive: bool = False
-    ) -> None:
+    def __init__(self, spec: ScheduleSpec, name: str, *, integer: bool = False, positive: bool = False) -> None:
         self.name = name
         self.integer = integer
         self.positive = positive
@@ -172,9 +171,7 @@ class Schedule:
                 raise ValueError(f"{where} must be a mapping like {{start: 1, value: 0.1}}.")
             unknown = set(raw) - _SEGMENT_KEYS
             if unknown:
-                raise ValueError(
-                    f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(_SEGMENT_KEYS)}."
-                )
+                raise ValueError(f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(_SEGMENT_KEYS)}.")
             if "value" not in raw:
                 raise ValueError(f"{where} has no `value`.")
             start = raw.get("start", expected_start)
@@ -194,8 +191,7 @@ class Schedule:
                     raise ValueError(f"{where}.end must be an integer >= start ({start}), got {end!r}.")
             elif k != len(spec) - 1:
                 raise ValueError(
-                    f"{where} has no `end` but is followed by another segment: "
-                    f"only the last segment may be open-ended."
+                    f"{where} has no `end` but is followed by another segment: only the last segment may be open-ended."
                 )
             decay = raw.get("decay", "constant" if raw.get("end_value") is None else "linear")
             if decay not in DECAYS:
@@ -211,9 +207,7 @@ class Schedule:
                     raise ValueError(f"{where}: a `{decay}` segment needs an `end_value`.")
                 end_value = self._check_value(end_value, "end_value")
                 if decay == "exponential" and (value == 0 or end_value == 0):
-                    raise ValueError(
-                        f"{where}: an exponential segment needs value and end_value > 0."
-                    )
+                    raise ValueError(f"{where}: an exponential segment needs value and end_value > 0.")
             elif end_value is not None:
                 raise ValueError(f"{where}: `end_value` needs a decay (linear/cosine/exponential).")
             segments.append(Segment(start, end, value, end_value, decay))
@@ -222,9 +216,7 @@ class Schedule:
         return tuple(segments)
 
 
-def as_schedule(
-    spec: ScheduleSpec | Schedule, name: str, *, integer: bool = False, positive: bool = False
-) -> Schedule:
+def as_schedule(spec: ScheduleSpec | Schedule, name: str, *, integer: bool = False, positive: bool = False) -> Schedule:
     """Build a :class:`Schedule` from a spec (or pass one through)."""
     if isinstance(spec, Schedule):
         return spec

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 import pytorch_lightning as pl
 import torch
+from featlearn.models.losses import LOSSES
 from torch import Tensor, nn
 
-from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule
 
 
@@ -62,9 +62,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     # ------------------------------------------------------------------ subclass API
     def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
         """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule)."""
-        self._groups = {
-            name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items() if list(params)
-        }
+        self._groups = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items() if list(params)}
 
     @abc.abstractmethod
     def training_output(self, x: Tensor, step: int) -> Tensor:
@@ -93,9 +91,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """Plain SGD, one group per parameter group; rates are set at every step."""
-        return torch.optim.SGD(
-            [{"params": params, "lr": 0.0} for params, _, _ in self._groups.values()], lr=0.0
-        )
+        return torch.optim.SGD([{"params": params, "lr": 0.0} for params, _, _ in self._groups.values()], lr=0.0)
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
@@ -120,14 +116,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(objective)
         scale = self.gradient_scale()
-        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values()):
+        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values(), strict=True):
             group["lr"] = scale * lr(step)
         optimizer.step()
 
         finite = torch.isfinite(losses).all()
-        self._first_bad_step.copy_(
-            torch.where((self._first_bad_step == 0) & ~finite, step, self._first_bad_step)
-        )
+        self._first_bad_step.copy_(torch.where((self._first_bad_step == 0) & ~finite, step, self._first_bad_step))
         if step % self.trainer.log_every_n_steps == 0:
             self._raise_if_diverged()
             self._log_train(losses.detach(), step, batch_size=x.shape[1])

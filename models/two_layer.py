@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor
-
 from featlearn.models.base import ScheduledSGDModule
 from featlearn.models.networks import INITS, TwoLayerNetwork, default_init_scale
+from torch import Tensor
+
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import INIT, NOISE, GeneratorPool, derive_seed
 
@@ -99,7 +99,9 @@ class TwoLayerNet(ScheduledSGDModule):
         if init not in INITS:
             raise ValueError(f"model.init must be one of {INITS}, got {init!r}.")
         if not (train_first_layer or train_second_layer):
-            raise ValueError("model.train_first_layer and model.train_second_layer are both false: nothing would train.")
+            raise ValueError(
+                "model.train_first_layer and model.train_second_layer are both false: nothing would train."
+            )
 
         self.net = TwoLayerNetwork(input_dim, width, ensemble_size, activation, bias, output_scale)
         self.mean_field_gradient = mean_field_gradient
@@ -111,9 +113,7 @@ class TwoLayerNet(ScheduledSGDModule):
         def rate(spec: ScheduleSpec | None, name: str):
             spec = lr if spec is None else spec
             if spec is None:
-                raise ValueError(
-                    f"model.{name} is missing: set model.lr (both layers) or model.{name}."
-                )
+                raise ValueError(f"model.{name} is missing: set model.lr (both layers) or model.{name}.")
             return as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
 
         groups = {}
@@ -132,7 +132,9 @@ class TwoLayerNet(ScheduledSGDModule):
         self._set_groups(groups)
         self.noise_std = as_schedule(noise_std, "model.noise_std")
 
-        init_generators = [torch.Generator().manual_seed(derive_seed(self.seed + s, INIT)) for s in range(ensemble_size)]
+        init_generators = [
+            torch.Generator().manual_seed(derive_seed(self.seed + s, INIT)) for s in range(ensemble_size)
+        ]
         if init == "sphere":
             theta = default_init_scale(input_dim) if init_scale is None else init_scale
             if not theta > 0:
@@ -167,22 +169,30 @@ class TwoLayerNet(ScheduledSGDModule):
         return super().schedules() + [self.noise_std]
 
     def training_output(self, x: Tensor, step: int) -> Tensor:
-        """f (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2)."""
+        """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2)."""
         std = self.noise_std(step)
         noise = None
         if std > 0:
             shape = (x.shape[1], self.net.width)  # (B, p) per member
-            noise = torch.stack(
-                [
-                    torch.randn(shape, generator=self._generators.get(x.device, self.seed + s, NOISE, step), device=x.device, dtype=x.dtype)
-                    for s in range(self.ensemble_size)
-                ]
-            ) * std  # (S, B, p)
+            noise = (
+                torch.stack(
+                    [
+                        torch.randn(
+                            shape,
+                            generator=self._generators.get(x.device, self.seed + s, NOISE, step),
+                            device=x.device,
+                            dtype=x.dtype,
+                        )
+                        for s in range(self.ensemble_size)
+                    ]
+                )
+                * std
+            )  # (S, B, p)
         return self.net(x, noise)
 
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x)
 
     def forward(self, x: Tensor) -> Tensor:
-        """f (S, B) for x (S, B, d) or (B, d)."""
+        """F (S, B) for x (S, B, d) or (B, d)."""
         return self.net(x)

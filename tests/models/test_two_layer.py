@@ -2,7 +2,6 @@ import math
 
 import pytest
 import torch
-
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 from featlearn.models.losses import LOSSES
@@ -55,10 +54,18 @@ def test_weight_decay_is_explicit_l2_and_lambda_half_over_eta_forgets(fit):
     dm = BooleanXOR(dim=8, batch_size=32)
     eta = 0.5
     model = TwoLayerNet(
-        8, 6, lr=eta, weight_decay_w=1 / (2 * eta), train_second_layer=False, mean_field_gradient=False,
-        output_scale="standard", seed=0,
+        8,
+        6,
+        lr=eta,
+        weight_decay_w=1 / (2 * eta),
+        train_second_layer=False,
+        mean_field_gradient=False,
+        output_scale="standard",
+        seed=0,
     )
-    reference = TwoLayerNet(8, 6, lr=eta, train_second_layer=False, mean_field_gradient=False, output_scale="standard", seed=0)
+    reference = TwoLayerNet(
+        8, 6, lr=eta, train_second_layer=False, mean_field_gradient=False, output_scale="standard", seed=0
+    )
     w0 = reference.net.w.detach().clone()
     fit(model, dm, 1)
     fit(reference, BooleanXOR(dim=8, batch_size=32), 1)
@@ -79,7 +86,9 @@ def test_per_layer_rates_and_schedules_are_applied(fit):
     model = TwoLayerNet(8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
     fit(model, BooleanXOR(dim=8, batch_size=32), 1)
     a1, w1 = model.net.a.detach().clone(), model.net.w.detach().clone()
-    model2 = TwoLayerNet(8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
+    model2 = TwoLayerNet(
+        8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0
+    )
     fit(model2, BooleanXOR(dim=8, batch_size=32), 4)
     assert torch.equal(model2.net.a, a1) and not torch.equal(model2.net.w, w1)
     assert model2.scheduled_values(1)["lr_a"] == 0.3 and model2.scheduled_values(2)["lr_a"] == 0.0
@@ -187,8 +196,18 @@ def test_schedule_shorter_than_run_fails_before_training(fit):
 
 def test_gaussian_symmetric_init_outputs_zero():
     model = TwoLayerNet(
-        8, 6, lr=0.1, init="gaussian_symmetric", sigma_w=1.0, sigma_b=0.5, sigma_a=2.0, bias=True,
-        activation="truncated_relu", output_scale="standard", ensemble_size=2, seed=0,
+        8,
+        6,
+        lr=0.1,
+        init="gaussian_symmetric",
+        sigma_w=1.0,
+        sigma_b=0.5,
+        sigma_a=2.0,
+        bias=True,
+        activation="truncated_relu",
+        output_scale="standard",
+        ensemble_size=2,
+        seed=0,
     )
     x = torch.randn(5, 8)
     torch.testing.assert_close(model(x), torch.zeros(2, 5))

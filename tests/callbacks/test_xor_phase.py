@@ -1,0 +1,126 @@
+import math
+
+import pytest
+import torch
+from featlearn.callbacks import XORPhaseDiagnostics, log_spaced_steps
+from featlearn.callbacks.xor_phase import cluster_coverage, neuron_components, signal_heavy
+from featlearn.datamodules import BooleanXOR
+from featlearn.models import TwoLayerNet
+
+
+def brute_components(w, a, mu_1, mu_2):
+    """Table 1 by its matrices, one neuron at a time (float64)."""
+    out = []
+    for wj, aj in zip(w.double(), a.double(), strict=True):
+        P1 = 0.5 * torch.outer(mu_1, mu_1).double()
+        P2 = 0.5 * torch.outer(mu_2, mu_2).double()
+        sig, opp = (P1 @ wj, P2 @ wj) if aj >= 0 else (P2 @ wj, P1 @ wj)
+        out.append((sig.norm(), opp.norm(), (wj - sig - opp).norm()))
+    return torch.tensor(out)
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_components_match_table_1(rotate):
+    dm = BooleanXOR(dim=7, pair=(2, 5), rotate=rotate)
+    mu = dm.ground_truth()
+    gen = torch.Generator().manual_seed(0)
+    w, a = torch.randn(2, 9, 7, generator=gen), torch.randn(2, 9, generator=gen)
+    comp = neuron_components(w, a, mu["mu_1"], mu["mu_2"])
+    for s in range(2):
+        brute = brute_components(w[s], a[s], mu["mu_1"], mu["mu_2"])
+        torch.testing.assert_close(comp["sig"][s].double(), brute[:, 0], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(comp["opp"][s].double(), brute[:, 1], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(comp["perp"][s].double(), brute[:, 2], rtol=1e-5, atol=1e-6)
+        # cluster: the centre that w_sig points to has positive inner product with w
+        centres = torch.stack([mu["mu_1"], -mu["mu_1"], mu["mu_2"], -mu["mu_2"]])
+        for j in range(9):
+            assert centres[comp["cluster"][s, j]] @ w[s, j] > 0
+            assert (comp["cluster"][s, j] < 2) == bool(a[s, j] >= 0)
+
+
+def test_coverage_and_signal_heavy_by_hand():
+    comp = {
+        "sig": torch.tensor([[3.0, 1.0, 5.0, 0.1]]),
+        "opp": torch.tensor([[1.0, 1.0, 1.0, 1.0]]),
+        "perp": torch.tensor([[1.0, 1.0, 1.0, 1.0]]),
+        "cluster": torch.tensor([[0, 1, 2, 3]]),
+    }
+    heavy = signal_heavy(comp, 1.0)
+    assert heavy.tolist() == [[True, False, True, False]]
+    torch.testing.assert_close(
+        cluster_coverage(heavy, comp["cluster"]), torch.tensor([[0.25, 0.0, 0.25, 0.0]], dtype=torch.float64)
+    )
+
+
+def test_log_spaced_steps():
+    steps = log_spaced_steps(1000, 10)
+    assert steps[:5] == [0, 1, 2, 3, 4] and steps[-1] == 1000 and 100 in steps and len(steps) == len(set(steps))
+
+
+def test_logged_values_match_direct_computation(fit):
+    dm = BooleanXOR(dim=10, batch_size=64, test_size=500)
+    model = TwoLayerNet(10, 12, lr=0.3, seed=0, ensemble_size=2)
+    cb = XORPhaseDiagnostics(cadence=2, quantiles=(0.5,))
+    fit(model, dm, 4, callbacks=[cb])
+    assert [h["step"] for h in cb.history] == [0, 2, 4]
+    last = cb.history[-1]
+    w, a = model.net.w.detach(), model.net.a.detach()
+    mu_1, mu_2 = dm.ground_truth()["mu_1"], dm.ground_truth()["mu_2"]
+    # margins gamma_mu = y(mu) f(mu) by a direct forward pass of each member
+    gammas = []
+    for s in range(2):
+
+        def f(v, s=s):
+            return (torch.relu(w[s] @ v) @ a[s]).item() / 12
+
+        gammas.append([f(mu_1), f(-mu_1), -f(mu_2), -f(-mu_2)])
+    gammas = torch.tensor(gammas)
+    assert last["phase/gamma_min"] == pytest.approx(gammas.min(1).values.mean().item(), rel=1e-5, abs=1e-7)
+    assert last["phase/gamma_+mu_2"] == pytest.approx(gammas[:, 2].mean().item(), rel=1e-5, abs=1e-7)
+    g = 2 / (1 + torch.exp(gammas))
+    assert last["phase/g_max"] == pytest.approx(g.max(1).values.mean().item(), rel=1e-5)
+    balance = (a.abs() / w.norm(dim=-1)).double()
+    assert last["phase/balance_mean"] == pytest.approx(balance.mean().item(), rel=1e-5)
+    assert last["phase/balance_q50"] == pytest.approx(torch.quantile(balance, 0.5, dim=1).mean().item(), rel=1e-5)
+    x, y = dm.eval_set("test")
+    err = [((y[s] * ((torch.relu(x[s] @ w[s].T) @ a[s]) / 12)) <= 0).double().mean() for s in range(2)]
+    assert last["phase/test_error"] == pytest.approx(torch.stack(err).mean().item(), rel=1e-6)
+    assert cb.history[0]["phase/test_loss"] == pytest.approx(2 * math.log(2), abs=0.01)
+
+
+def test_phase_boundary_is_detected_on_a_learnable_run(fit):
+    dm = BooleanXOR(dim=16, batch_size=512, test_size=2000)
+    model = TwoLayerNet(16, 64, lr=0.3, init_scale=0.3, seed=0)
+    cb = XORPhaseDiagnostics(points_per_decade=10)
+    fit(model, dm, 120, callbacks=[cb])
+    boundary = cb.boundary_steps[0]
+    assert boundary is not None and 1 < boundary < 120
+    by_step = {h["step"]: h for h in cb.history}
+    assert by_step[0]["phase/coverage_min"] == 0.0
+    assert by_step[boundary]["phase/coverage_min"] >= 0.1
+    assert "phase/boundary_step" in by_step[boundary]
+    assert sum("phase/boundary_step" in h for h in cb.history) == 1  # logged once
+    assert f"boundary step (per member): {boundary}" in cb.summary()
+
+
+def test_callback_refuses_a_data_model_without_xor_ground_truth(fit):
+    from featlearn.datamodules import SyntheticDataModule
+
+    class Gaussian(SyntheticDataModule):
+        input_dim = 4
+
+        def sample(self, n, generator, device):
+            x = torch.randn(n, 4, generator=generator, device=device)
+            return x, torch.where(x[:, 0] >= 0, 1.0, -1.0)
+
+    with pytest.raises(ValueError, match="needs a data model whose ground_truth\\(\\) has 'mu_1'"):
+        fit(TwoLayerNet(4, 4, lr=0.1, seed=0), Gaussian(batch_size=8), 2, callbacks=[XORPhaseDiagnostics()])
+
+
+def test_bad_callback_arguments():
+    with pytest.raises(ValueError, match="cadence"):
+        XORPhaseDiagnostics(cadence=0)
+    with pytest.raises(ValueError, match="boundary_fraction"):
+        XORPhaseDiagnostics(boundary_fraction=0.5)
+    with pytest.raises(ValueError, match="signal_heavy_ratio"):
+        XORPhaseDiagnostics(signal_heavy_ratio=-1)

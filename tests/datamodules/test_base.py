@@ -1,0 +1,88 @@
+import pytest
+import torch
+from featlearn.datamodules import BooleanXOR, SyntheticDataModule
+
+
+class Shifted(SyntheticDataModule):
+    """A user's data model: x ~ N(0, I_d), y = sign(x_0)."""
+
+    def __init__(self, dim: int = 3, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+
+    @property
+    def input_dim(self):
+        return self.dim
+
+    def sample(self, n, generator, device):
+        x = torch.randn(n, self.dim, generator=generator, device=device)
+        return x, torch.where(x[:, 0] >= 0, 1.0, -1.0)
+
+
+def test_online_batches_are_pure_functions_of_step():
+    dm = Shifted(batch_size=5, seed=2)
+    x1, y1 = dm.train_batch(7)
+    x2, _ = dm.train_batch(8)
+    x1_again, y1_again = dm.train_batch(7)
+    assert x1.shape == (1, 5, 3) and y1.shape == (1, 5)
+    assert torch.equal(x1, x1_again) and torch.equal(y1, y1_again) and not torch.equal(x1, x2)
+    assert not torch.equal(x1, Shifted(batch_size=5, seed=3).train_batch(7)[0])
+
+
+def test_batch_size_schedule():
+    dm = Shifted(batch_size=[{"start": 1, "end": 2, "value": 50}, {"start": 3, "value": 4}])
+    assert dm.train_batch(2)[0].shape[1] == 50 and dm.train_batch(3)[0].shape[1] == 4
+
+
+def test_finite_mode_reuses_the_training_set():
+    dm = Shifted(batch_size=4, train_size=10, seed=1)
+    x_all, _ = dm.train_set()
+    for step in (1, 2, 3):
+        x, _ = dm.train_batch(step)
+        rows = {tuple(r.tolist()) for r in x_all[0]}
+        assert all(tuple(r.tolist()) in rows for r in x[0])
+        assert len({tuple(r.tolist()) for r in x[0]}) == 4  # distinct samples
+    full = Shifted(batch_size=100, train_size=10).train_batch(1)[0]  # batch >= n: the whole set
+    assert full.shape == (1, 10, 3)
+
+
+def test_val_and_test_sets_are_distinct_and_fixed():
+    dm = Shifted(val_size=20, test_size=30, eval_batch_size=7)
+    xv, _ = dm.eval_set("val")
+    xt, _ = dm.eval_set("test")
+    assert xv.shape == (1, 20, 3) and xt.shape == (1, 30, 3)
+    assert not torch.equal(xv[:, :20], xt[:, :20])
+    chunks = list(dm.test_dataloader())
+    assert [c[0].shape[1] for c in chunks] == [7, 7, 7, 7, 2]
+    assert torch.equal(torch.cat([c[0] for c in chunks], 1), xt)
+
+
+def test_sample_contract_is_checked():
+    class Broken(Shifted):
+        def sample(self, n, generator, device):
+            return torch.zeros(n, 2), torch.zeros(n)
+
+    with pytest.raises(ValueError, match=r"must return x of shape \(4, 3\)"):
+        Broken(batch_size=4).train_batch(1)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(batch_size=0), "data.batch_size"),
+        (dict(batch_size=2.5), "data.batch_size"),
+        (dict(train_size=0), "data.train_size"),
+        (dict(test_size=-1), "data.test_size"),
+        (dict(seed=-3), "data.seed"),
+    ],
+)
+def test_bad_base_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Shifted(**kwargs)
+
+
+def test_resuming_with_another_data_seed_is_refused():
+    dm = BooleanXOR(dim=4, seed=1)
+    with pytest.raises(ValueError, match="data.seed: 0"):
+        dm.load_state_dict({"seed": 0, "train_size": None})
+    dm.load_state_dict(dm.state_dict())

@@ -1,0 +1,171 @@
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import yaml
+
+from featlearn.cli import build_cli
+
+from ..conftest import CONFIGS  # noqa: TID252
+
+EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
+SMOKE = str(CONFIGS / "debug" / "smoke.yaml")
+
+
+def run_cli(tmp_path, *args):
+    """featlearn fit ... in-process, logging under tmp_path."""
+    return build_cli(
+        [
+            "fit",
+            *args,
+            "--trainer.default_root_dir",
+            str(tmp_path),
+            "--trainer.logger.init_args.save_dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+
+
+def test_console_script_help():
+    out = subprocess.run(
+        [sys.executable, "-m", "featlearn", "fit", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "--data CONFIG | CLASS_PATH_OR_NAME" in out.stdout.replace("  ", " ") or "--data" in out.stdout
+    assert "--test_after_fit" in out.stdout
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda p: p.stem)
+def test_every_experiment_config_runs(tmp_path, experiment):
+    cli = run_cli(tmp_path, "--config", str(experiment), "--config", SMOKE)
+    assert cli.trainer.global_step == 3
+    assert "test/loss" in cli.trainer.callback_metrics and "test/error" in cli.trainer.callback_metrics
+
+
+def test_glasgow_config_builds_glasgows_model(tmp_path):
+    cli = build_cli(["--config", str(CONFIGS / "experiments" / "glasgow_xor.yaml")], run=False)
+    model, data = cli.model, cli.datamodule
+    assert type(model).__name__ == "TwoLayerNet" and type(data).__name__ == "BooleanXOR"
+    assert model.net.input_dim == data.input_dim == 512  # linked, stated once
+    assert model.net.w.norm(dim=-1).mean().item() == pytest.approx(0.16, rel=1e-5)
+    assert data.batch_size(1) >= data.input_dim / 0.16  # m >= d / theta
+    assert model.net.width >= 1 / 0.16 and model.scheduled_values(1)["lr_w"] == 0.16
+
+
+def test_versioned_logs_config_and_metrics(tmp_path):
+    for _ in range(2):
+        run_cli(
+            tmp_path,
+            "--config",
+            str(EXPERIMENTS[0]),
+            "--config",
+            SMOKE,
+            "--data.init_args.dim",
+            "8",
+            "--data.init_args.batch_size",
+            "16",
+            "--model.init_args.width",
+            "4",
+        )
+    versions = sorted(p.name for p in (tmp_path / "runs").glob("*/version_*"))
+    assert versions == ["version_0", "version_1"]
+    run_dir = next((tmp_path / "runs").glob("*/version_1"))
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["seed_everything"] == 0 and saved["data"]["init_args"]["dim"] == 8
+    # The linked input_dim is derived at instantiation; the model's hparams record it.
+    assert yaml.safe_load((run_dir / "hparams.yaml").read_text())["input_dim"] == 8
+    assert list(run_dir.glob("events.out.tfevents.*"))
+
+
+def test_same_config_same_weights(tmp_path):
+    args = (
+        "--config",
+        str(EXPERIMENTS[0]),
+        "--config",
+        SMOKE,
+        "--data.init_args.dim",
+        "8",
+        "--data.init_args.batch_size",
+        "16",
+        "--model.init_args.width",
+        "4",
+    )
+    a = run_cli(tmp_path / "a", *args).model.net.w.detach()
+    b = run_cli(tmp_path / "b", *args).model.net.w.detach()
+    c = run_cli(tmp_path / "c", *args, "--seed_everything", "1").model.net.w.detach()
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_print_config_shows_resolved_classes(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_cli(["fit", "--config", str(EXPERIMENTS[0]), "--print_config"])
+    assert exit_info.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["data"]["class_path"] == "featlearn.datamodules.BooleanXOR"
+    assert printed["model"]["class_path"] == "featlearn.models.TwoLayerNet"
+    assert printed["data"]["init_args"]["test_size"] == 16384  # base-class arguments are visible
+
+
+def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch):
+    (tmp_path / "my_data.py").write_text(
+        textwrap.dedent('''
+        import torch
+        from featlearn.datamodules import SyntheticDataModule
+
+        class Majority(SyntheticDataModule):
+            """x uniform on {-1,1}^d, y = sign(x_1 + x_2 + x_3)."""
+
+            def __init__(self, dim: int = 5, **kwargs):
+                super().__init__(**kwargs)
+                self.dim = dim
+
+            @property
+            def input_dim(self):
+                return self.dim
+
+            def sample(self, n, generator, device):
+                x = torch.randint(0, 2, (n, self.dim), generator=generator, device=device).float() * 2 - 1
+                return x, torch.sign(x[:, :3].sum(1))
+    ''')
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cli = run_cli(
+        tmp_path,
+        "--config",
+        SMOKE,
+        "--data",
+        "my_data.Majority",
+        "--data.init_args.dim",
+        "6",
+        "--data.init_args.batch_size",
+        "32",
+        "--model",
+        "TwoLayerNet",
+        "--model.init_args.width",
+        "8",
+        "--model.init_args.lr",
+        "0.5",
+    )
+    assert type(cli.datamodule).__name__ == "Majority" and cli.model.net.input_dim == 6
+
+
+@pytest.mark.parametrize(
+    "override,match",
+    [
+        (["--data.init_args.dim", "1"], "data.dim"),
+        (["--data.init_args.pair", "[0, 600]"], "data.pair"),
+        (["--model.init_args.width", "0"], "model.width"),
+        (["--model.init_args.lr", "-0.5"], "model.lr"),
+        (["--model.init_args.activation", "tanh"], "activation"),
+        (["--model.init_args.lr", "[{start: 1, end: 2, value: 0.1}, {start: 4, value: 0.1}]"], "gap before step 3"),
+    ],
+)
+def test_bad_configs_fail_before_training_naming_the_parameter(tmp_path, override, match):
+    with pytest.raises((ValueError, SystemExit)) as err:
+        run_cli(tmp_path, "--config", str(EXPERIMENTS[0]), "--config", SMOKE, *override)
+    text = str(err.value)
+    if isinstance(err.value, SystemExit):
+        pytest.fail(f"expected a ValueError naming {match!r}, the parser exited instead")
+    assert match in text
+    assert not list(tmp_path.glob("runs/*/version_*/checkpoints/*"))
