@@ -10,11 +10,17 @@ and command-line flags override it.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 # pytorch_lightning.cli calls jsonargparse APIs that jsonargparse 4.49+ marks as
 # deprecated; the warnings are Lightning's to fix and only confuse users.
 os.environ.setdefault("JSONARGPARSE_DEPRECATION_WARNINGS", "off")
+# Our learners step manually and a checkpoint holds the weights *after* the step of
+# its step count: exactly what resuming needs, so Lightning's caution is noise here.
+warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual optimization")
+# Raised inside Lightning by torch 2.14's pytree; nothing a user can act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
 from pytorch_lightning.cli import LightningCLI  # noqa: E402

@@ -99,7 +99,8 @@ class TwoLayerNetwork(nn.Module):
         if noise is not None:
             z = z + noise
         h = self.sigma(z)  # (S, B, p)
-        return torch.bmm(h, self.a.unsqueeze(-1)).squeeze(-1) * self.scale  # (S, B)
+        # A broadcast product and sum beats bmm with a single column on the CPU.
+        return (h * self.a.unsqueeze(1)).sum(dim=-1) * self.scale  # (S, B)
 
     @torch.no_grad()
     def init_sphere_(self, scale: float, generators: list[torch.Generator]) -> None:

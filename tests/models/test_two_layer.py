@@ -235,3 +235,34 @@ def test_loss_derivative_matches_autograd(name):
     if name == "logistic":
         torch.testing.assert_close(loss(margin.detach()), 2 * torch.log1p(torch.exp(-margin.detach())))
         assert loss(torch.zeros(1)).item() == pytest.approx(2 * math.log(2))
+
+
+def test_train_metrics_are_written_on_the_log_cadence_only(fit):
+    from pytorch_lightning.loggers.logger import Logger
+
+    class Recorder(Logger):
+        name, version = "rec", 0
+        calls = []
+
+        def log_metrics(self, metrics, step=None):
+            self.calls.append((step, dict(metrics)))
+
+        def log_hyperparams(self, *args, **kwargs):
+            pass
+
+    recorder = Recorder()
+    model = TwoLayerNet(8, 6, lr=0.3, ensemble_size=2, seed=0)
+    fit(
+        model,
+        BooleanXOR(dim=8, batch_size=[{"start": 1, "end": 2, "value": 64}, {"start": 3, "value": 16}]),
+        6,
+        logger=recorder,
+        log_every_n_steps=2,
+    )
+    train_calls = [(step, m) for step, m in recorder.calls if "train/loss" in m]
+    assert [step for step, _ in train_calls] == [2, 4, 6]
+    step, metrics = train_calls[0]
+    assert metrics["sched/lr_w"] == 0.3 and metrics["sched/batch_size"] == 64
+    assert train_calls[1][1]["sched/batch_size"] == 16
+    assert {"train/loss_min", "train/loss_max", "train_members/loss_0", "train_members/loss_1"} <= set(metrics)
+    assert metrics["train/loss_min"] <= metrics["train/loss"] <= metrics["train/loss_max"]

@@ -1,0 +1,64 @@
+"""Experiment-scale checks (minutes): the paper's phenomena, not just that code runs."""
+
+import math
+
+import pytest
+
+from featlearn.callbacks import XORPhaseDiagnostics
+from featlearn.cli import build_cli
+
+from .conftest import CONFIGS
+
+pytestmark = pytest.mark.slow
+GLASGOW = str(CONFIGS / "experiments" / "glasgow_xor.yaml")
+
+
+def run(tmp_path, *overrides):
+    cli = build_cli(
+        [
+            "fit",
+            "--config",
+            GLASGOW,
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.enable_checkpointing",
+            "false",
+            "--trainer.callbacks+",
+            "null",
+            "--trainer.logger.init_args.save_dir",
+            str(tmp_path),
+            *overrides,
+        ]
+    )
+    phases = next(cb for cb in cli.trainer.callbacks if isinstance(cb, XORPhaseDiagnostics))
+    return cli, phases
+
+
+def test_glasgow_xor_finds_then_tunes_features(tmp_path):
+    cli, phases = run(tmp_path)
+    metrics = cli.trainer.callback_metrics
+    assert metrics["test/error"] <= 0.01
+    boundary = phases.boundary_steps[0]
+    assert boundary is not None
+    history = {h["step"]: h for h in phases.history}
+    # Signal-finding: before the boundary the loss is still near 2 log 2 ...
+    early = max(s for s in history if s <= boundary // 2)
+    assert history[early]["phase/test_loss"] >= 0.95 * 2 * math.log(2)
+    # ... while the signal components grow from their initial size (~theta sqrt(2/d)).
+    assert history[boundary]["phase/w_sig_mean"] >= 5 * history[0]["phase/w_sig_mean"]
+    # Signal-heavy: by the end most neurons are signal-heavy and every margin is large.
+    last = phases.history[-1]
+    assert last["phase/signal_heavy_frac"] >= 0.5
+    assert last["phase/gamma_min"] >= 3.0
+
+
+def test_rotated_basis_learns_the_same_way(tmp_path):
+    """Remark 2.1: rotation invariance (at d = 128 to keep it short)."""
+    small = ["--data.init_args.dim", "128", "--data.init_args.batch_size", "1024", "--trainer.max_steps", "400"]
+    plain_cli, plain = run(tmp_path / "plain", *small)
+    rotated_cli, rotated = run(tmp_path / "rotated", *small, "--data.init_args.rotate", "true")
+    for cli in (plain_cli, rotated_cli):
+        assert cli.trainer.callback_metrics["test/error"] <= 0.01
+    b_plain, b_rot = plain.boundary_steps[0], rotated.boundary_steps[0]
+    assert b_plain is not None and b_rot is not None
+    assert 0.6 <= b_rot / b_plain <= 1.6
