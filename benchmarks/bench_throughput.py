@@ -26,10 +26,9 @@ import warnings
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.loggers import TensorBoardLogger
-
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
+from pytorch_lightning.loggers import TensorBoardLogger
 
 warnings.filterwarnings("ignore")
 
