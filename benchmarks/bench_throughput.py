@@ -79,7 +79,7 @@ def plain_steps_per_s(d, p, m, steps, warmup, seed=0):
     for step in range(warmup + steps):
         if step == warmup:
             start = time.perf_counter()
-        x = torch.randint(0, 2, (m, d), generator=gen).float() * 2 - 1
+        x = torch.randint(0, 2, (m, d), generator=gen, dtype=torch.float32).mul_(2).sub_(1)  # as BooleanXOR
         y = -x[:, 0] * x[:, 1]
         f = torch.relu(x @ w.T) @ a / p
         loss = (2 * torch.nn.functional.softplus(-y * f)).mean()

@@ -52,6 +52,9 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
 
     #: Dtype of the inputs the data model draws.
     dtype: torch.dtype = torch.float32
+    #: Attributes that define the distribution and the sample stream; a run resumed
+    #: from a checkpoint must match them. Subclasses add their own.
+    state_keys: tuple[str, ...] = ("seed", "train_size")
 
     def __init__(
         self,
@@ -220,22 +223,27 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         return batch
 
     def state_dict(self) -> dict:
-        """What defines the sample stream; checked when a run resumes."""
-        return {"seed": self.seed, "train_size": self.train_size}
+        """What defines the distribution and the sample stream (:attr:`state_keys`)."""
+        return {key: _plain(getattr(self, key)) for key in self.state_keys}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Refuse to resume a run with a different sample stream.
+        """Refuse to resume a run with a different distribution or sample stream.
 
         Raises:
-            ValueError: If the checkpoint's data seed or train_size differ.
+            ValueError: If any of :attr:`state_keys` differs from the checkpoint's.
         """
-        for key in ("seed", "train_size"):
-            if key in state_dict and state_dict[key] != getattr(self, key):
+        for key in self.state_keys:
+            if key in state_dict and state_dict[key] != _plain(getattr(self, key)):
                 raise ValueError(
                     f"The checkpoint was trained with data.{key}={state_dict[key]!r} but this run "
                     f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
                     f"stream. Set data.{key}: {state_dict[key]!r} to resume."
                 )
+
+
+def _plain(value):
+    """Tuples as lists, so values compare equal after a checkpoint round trip."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 class _StepStream:

@@ -41,6 +41,8 @@ class BooleanXOR(SyntheticDataModule):
             ``test_size``, ``seed``, ...).
     """
 
+    state_keys = SyntheticDataModule.state_keys + ("dim", "pair", "rotate", "rotation_seed")
+
     def __init__(
         self,
         dim: int = 32,
@@ -82,8 +84,9 @@ class BooleanXOR(SyntheticDataModule):
 
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw x uniform on the (rotated) hypercube and y = -x_i x_j."""
-        x = torch.randint(0, 2, (n, self.dim), generator=generator, device=device).to(self.dtype)
-        x = 2.0 * x - 1.0  # (n, d) in {-1, +1}
+        # Drawn straight in the float dtype and mapped in place: no int64 buffer.
+        x = torch.randint(0, 2, (n, self.dim), generator=generator, device=device, dtype=self.dtype)
+        x = x.mul_(2.0).sub_(1.0)  # (n, d) in {-1, +1}
         i, j = self.pair
         y = -x[:, i] * x[:, j]  # (n,)
         if self.rotate:

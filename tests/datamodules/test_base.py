@@ -81,8 +81,11 @@ def test_bad_base_arguments(kwargs, match):
         Shifted(**kwargs)
 
 
-def test_resuming_with_another_data_seed_is_refused():
-    dm = BooleanXOR(dim=4, seed=1)
+def test_resuming_with_another_data_seed_or_distribution_is_refused():
+    dm = BooleanXOR(dim=4, seed=1, pair=(0, 2))
+    state = dm.state_dict()
     with pytest.raises(ValueError, match="data.seed: 0"):
-        dm.load_state_dict({"seed": 0, "train_size": None})
-    dm.load_state_dict(dm.state_dict())
+        dm.load_state_dict({**state, "seed": 0})
+    with pytest.raises(ValueError, match="data.rotation_seed: 5"):
+        dm.load_state_dict({**state, "rotation_seed": 5})
+    dm.load_state_dict(state)

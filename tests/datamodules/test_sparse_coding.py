@@ -1,0 +1,452 @@
+"""SparseCoding against the definitions of Shi, Wei & Liang (2022), Section 3, E.1-E.3, F.
+
+The reference below is written from the paper's formulas, independently of the data
+model's own (count-table) implementation: for D <= 8 it enumerates all 2^D hidden
+vectors phi~ with their exact probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytorch_lightning as pl
+import torch
+from featlearn.datamodules.sparse_coding import SparseCoding
+from featlearn.models import TwoLayerNet
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+CPU = torch.device("cpu")
+Z = 5.0  # z-score bound of the statistical checks (two-sided tail ~ 6e-7 per check)
+FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------------- paper reference
+def paper_positive_counts(cfg: dict) -> set[int]:
+    """P from Section 3 / Appendix E, for the labelings that use counts."""
+    k, labeling = cfg["k"], cfg.get("labeling") or "parity"
+    if labeling == "parity":
+        return {s for s in range(k + 1) if s % 2 == 1}
+    if labeling == "threshold":
+        return {s for s in range(1, k + 1) if s > k / 2}
+    if labeling == "interval":
+        t1, t2 = cfg["interval"]
+        return set(range(t1, t2 + 1))
+    return set(cfg["label_set"])
+
+
+def paper_labels(dm: SparseCoding, cfg: dict, phi: torch.Tensor) -> torch.Tensor:
+    """y from phi~ by brute force: count on A in P, or the code table's label."""
+    a = dm.A
+    if dm.patterns == "hidden_representation":
+        codes, labels = dm.codes
+        table = {tuple(int(b) for b in c): float(v) for c, v in zip(codes.tolist(), labels.tolist(), strict=True)}
+        return torch.tensor([table[tuple(int(b) for b in row)] for row in phi[:, a].tolist()])
+    positive = paper_positive_counts(cfg)
+    counts = phi[:, a].sum(1).round().long().tolist()
+    return torch.tensor([1.0 if s in positive else -1.0 for s in counts])
+
+
+def bernoulli_prob(bits: torch.Tensor, p: float) -> torch.Tensor:
+    """prod_j p^b_j (1 - p)^(1 - b_j) over the last axis (0^0 = 1)."""
+    p = torch.tensor(p, dtype=torch.float64)
+    return (p**bits * (1 - p) ** (1 - bits)).prod(-1)
+
+
+def all_hidden_vectors(D: int) -> torch.Tensor:
+    return ((torch.arange(2**D)[:, None] >> torch.arange(D)) & 1).to(torch.float64)
+
+
+def paper_law(dm: SparseCoding | None, cfg: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """All phi~ in {0,1}^D (2^D, D), their probabilities and labels, from the paper.
+
+    Uses only the config (with the paper's defaults) and, from ``dm``, the drawn
+    structure A and code table; without ``dm`` (a refused config), A = {0..k-1}.
+    """
+    D, k = cfg["D"], cfg["k"]
+    patterns = cfg.get("patterns", "mixture")
+    phi = all_hidden_vectors(D)
+    a = dm.A if dm is not None else torch.arange(k)
+    outside = torch.tensor([j for j in range(D) if j not in set(a.tolist())], dtype=torch.long)
+    phi_a, phi_out = phi[:, a], phi[:, outside]
+    count = phi_a.sum(1)
+    if not cfg.get("structure", True):  # (A1')
+        p = torch.full((2**D,), 0.5**D, dtype=torch.float64)
+    elif patterns == "mixture":  # E.1.1: p_o D^(0) + (1 - p_o) D^(1)
+        p_o = cfg.get("p_o", 0.5)
+        p0 = torch.full((2**D,), 0.5**D, dtype=torch.float64)
+        same = ((count == 0) | (count == k)).to(torch.float64)
+        p1 = same * 0.5 * bernoulli_prob(phi_out, p_o / (2 - 2 * p_o))
+        p = p_o * p0 + (1 - p_o) * p1
+    elif patterns == "bernoulli":  # E.1.2
+        p = bernoulli_prob(phi_a, cfg.get("p_in", 2 / 3)) * bernoulli_prob(phi_out, cfg.get("p_out", 0.5))
+    else:  # E.3.1: phi~_A uniform over the codes, irrelevant patterns Bernoulli(p_o)
+        codes, _ = dm.codes
+        in_table = (phi_a[:, None, :] == codes[None]).all(-1).any(-1).to(torch.float64)
+        p = in_table / codes.shape[0] * bernoulli_prob(phi_out, cfg.get("p_o", 0.5))
+    if patterns == "hidden_representation":
+        labels = torch.zeros(2**D, dtype=torch.float64)
+        support = p > 0
+        labels[support] = paper_labels(dm, cfg, phi[support]).to(torch.float64)
+    else:
+        positive = paper_positive_counts(cfg)
+        labels = torch.tensor([1.0 if int(s) in positive else -1.0 for s in count.tolist()], dtype=torch.float64)
+    r = cfg.get("negative_ratio")
+    if r is not None:  # E.2.2: r D(. | y = -1) + (1 - r) D(. | y = +1)
+        p_neg = p[labels < 0].sum()
+        p = torch.where(labels < 0, p * r / p_neg, p * (1 - r) / (1 - p_neg))
+    return phi, p, labels
+
+
+def encode(phi: torch.Tensor) -> torch.Tensor:
+    """Index of each binary row in all_hidden_vectors order."""
+    return (phi.round().long() << torch.arange(phi.shape[1])).sum(1)
+
+
+# ---------------------------------------------------------------------- configurations
+PROBS = [0.0, 0.1, 0.25, 0.5, 0.6, 2 / 3, 0.9, 1.0]
+
+
+@st.composite
+def configs(draw, max_D: int = 8) -> dict:
+    D = draw(st.integers(1, max_D))
+    k = draw(st.integers(1, D))
+    dictionary = draw(st.sampled_from(["orthonormal", "incoherent"]))
+    # d >= 2 keeps random unit columns from coinciding exactly (d = 1: M_j = +-1).
+    d = draw(st.integers(D, D + 3)) if dictionary == "orthonormal" else draw(st.integers(2, D + 2))
+    patterns = draw(st.sampled_from(["mixture", "bernoulli", "hidden_representation"]))
+    cfg = dict(
+        d=d,
+        D=D,
+        k=k,
+        dictionary=dictionary,
+        patterns=patterns,
+        structure_seed=draw(st.integers(0, 3)),
+        sigma_zeta=draw(st.sampled_from([0.0, 0.3])),
+    )
+    if patterns == "mixture":
+        cfg["p_o"] = draw(st.sampled_from([p for p in PROBS if p <= 2 / 3]))
+    elif patterns == "bernoulli":
+        cfg["p_in"], cfg["p_out"] = draw(st.sampled_from(PROBS)), draw(st.sampled_from(PROBS))
+    else:
+        cfg["p_o"] = draw(st.sampled_from(PROBS))
+        cfg["codes_per_class"] = draw(st.integers(1, min(3, 2 ** (k - 1))))
+    if patterns != "hidden_representation":
+        cfg["structure"] = draw(st.booleans())
+        labeling = draw(st.sampled_from(["parity", "threshold", "interval", "set"]))
+        cfg["labeling"] = labeling
+        if labeling == "interval":
+            t1 = draw(st.integers(0, k))
+            cfg["interval"] = (t1, draw(st.integers(t1, k)))
+        elif labeling == "set":
+            cfg["label_set"] = draw(st.lists(st.integers(0, k), max_size=k + 1, unique=True))
+    cfg["negative_ratio"] = draw(st.sampled_from([None, None, 0.2, 0.8]))
+    if draw(st.booleans()):
+        cfg["relevant"] = draw(st.permutations(list(range(D))))[:k]
+    return cfg
+
+
+def build(cfg: dict) -> SparseCoding | None:
+    """The data model, or None when the config gives a single class (checked by the caller)."""
+    try:
+        return SparseCoding(**cfg)
+    except ValueError as err:
+        if "gives every sample the label" in str(err):
+            return None
+        raise
+
+
+# ---------------------------------------------------------------------- exact law
+@FAST
+@given(cfg=configs())
+def test_exact_moments_and_label_probability_match_the_paper(cfg):
+    dm = build(cfg)
+    assume(dm is not None)
+    phi, p, labels = paper_law(dm, cfg)
+    assert p.sum().item() == pytest.approx(1.0, abs=1e-12)
+    m = dm.M
+    mean_phi = p @ phi
+    mean_x = m @ mean_phi
+    centred = (phi - mean_phi) @ m.T  # (2^D, d)
+    sigma2 = (p * (centred**2).sum(1)).sum() + dm.d * dm.sigma_zeta**2  # E||x~ - E x~||^2
+    torch.testing.assert_close(dm.hidden_mean, mean_phi, rtol=0, atol=1e-12)
+    torch.testing.assert_close(dm.mean_tilde, mean_x, rtol=0, atol=1e-12)
+    assert dm.sigma_tilde == pytest.approx(math.sqrt(sigma2), rel=1e-10)
+    assert dm.positive_probability == pytest.approx(p[labels > 0].sum().item(), abs=1e-12)
+    if cfg["negative_ratio"] is not None:
+        assert dm.positive_probability == pytest.approx(1 - cfg["negative_ratio"], abs=1e-12)
+
+
+@FAST
+@given(cfg=configs())
+def test_single_class_configs_are_refused_exactly_when_one_label_has_probability_one(cfg):
+    assume(cfg["patterns"] != "hidden_representation")  # random codes: always balanced
+    dm = build(cfg)
+    _, p, labels = paper_law(dm, {**cfg, "negative_ratio": None})
+    p_pos = p[labels > 0].sum().item()
+    if dm is None:
+        assert p_pos < 1e-12 or p_pos > 1 - 1e-12
+    else:
+        assert 0 < p_pos < 1
+
+
+@FAST
+@given(cfg=configs(max_D=12), seed=st.integers(0, 2**31))
+def test_samples_follow_the_label_rule_and_normalisation_formula(cfg, seed):
+    dm = build(cfg)
+    assume(dm is not None)
+    x, y, phi = dm.sample_with_hidden(300, gen(seed), CPU)
+    assert x.shape == (300, dm.d) and y.shape == (300,) and phi.shape == (300, dm.D)
+    assert x.dtype == y.dtype == phi.dtype == torch.float32
+    assert set(phi.unique().tolist()) <= {0.0, 1.0}
+    torch.testing.assert_close(y, paper_labels(dm, cfg, phi))  # the label rule, by brute force
+    if dm.patterns == "hidden_representation":
+        codes, _ = dm.codes
+        assert (phi[:, dm.A][:, None, :].double() == codes[None]).all(-1).any(-1).all()
+    if dm.sigma_zeta == 0:  # x = (M phi~ - E x~) / sigma~ exactly
+        expected = (phi.double() @ dm.M.T - dm.mean_tilde) / dm.sigma_tilde
+        torch.testing.assert_close(x.double(), expected, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- the sampler
+SAMPLER_CASES = {
+    "mixture p_o=0.3": dict(d=8, D=6, k=3, p_o=0.3),  # D^(1) outside-A probability 3/14
+    "mixture imbalanced": dict(d=8, D=6, k=3, negative_ratio=0.8),
+    "bernoulli threshold": dict(d=6, D=6, k=4, patterns="bernoulli", p_in=0.7, p_out=0.2, labeling="threshold"),
+    "interval incoherent": dict(
+        d=4, D=6, k=5, patterns="bernoulli", labeling="interval", interval=(2, 3), dictionary="incoherent"
+    ),
+    "hidden representation": dict(d=8, D=6, k=4, patterns="hidden_representation", codes_per_class=3, p_o=0.3),
+    "no structure": dict(d=8, D=6, k=3, p_o=0.3, structure=False),
+}
+
+
+@pytest.mark.parametrize("cfg", SAMPLER_CASES.values(), ids=SAMPLER_CASES.keys())
+def test_sampler_frequencies_match_the_exact_law(cfg):
+    """Every one of the 2^D hidden vectors appears with its paper probability."""
+    dm = SparseCoding(**cfg)
+    _, p, labels = paper_law(dm, cfg)
+    n = 200_000
+    _, y, phi = dm.sample_with_hidden(n, gen(1), CPU)
+    freq = torch.bincount(encode(phi), minlength=2**dm.D).double() / n
+    # Binomial z-scores per state (Bonferroni over 64 states at Z = 5: false alarm < 1e-4).
+    sd = (p * (1 - p) / n).sqrt()
+    assert (freq[p == 0] == 0).all()
+    assert ((freq - p).abs() <= Z * sd + 1e-12).all(), ((freq - p) / sd.clamp_min(1e-30)).abs().max()
+    torch.testing.assert_close(y.double(), labels[encode(phi)])
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        # E.1.1 mixture, parity; p_o != 1/2, else ||phi~ - E phi~||^2 = D/4 is constant.
+        dict(d=24, D=20, k=5, p_o=0.3),
+        dict(
+            d=12,
+            D=20,
+            k=6,
+            patterns="bernoulli",
+            labeling="interval",
+            interval=(3, 5),
+            dictionary="incoherent",
+            sigma_zeta=0.2,
+            negative_ratio=0.9,
+        ),
+        dict(d=24, D=20, k=8, patterns="hidden_representation", codes_per_class=5, p_o=0.2),
+    ],
+    ids=["mixture", "incoherent-noisy-imbalanced", "hidden-representation"],
+)
+def test_normalised_data_has_zero_mean_and_unit_total_variance(cfg):
+    """E x = 0 and E||x||^2 = 1 (sigma~^2 = E||x~ - E x~||^2), within Z standard errors."""
+    dm = SparseCoding(**cfg)
+    n = 200_000
+    x, _ = dm.sample(n, gen(2), CPU)
+    x = x.double()
+    mean, var = x.mean(0), x.var(0)
+    assert ((mean.abs() / (var / n).sqrt()) < Z).all()  # per coordinate, d <= 24 checks
+    sq = (x**2).sum(1)
+    assert sq.std() > 0.1  # a real check, not a constant norm
+    # Z standard errors, plus float32 rounding of the samples.
+    assert abs(sq.mean().item() - 1.0) < Z * sq.std().item() / math.sqrt(n) + 1e-6
+
+
+# ---------------------------------------------------------------------- paper assumptions
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(d=20, D=15, k=5),  # E.1.1: parity, p_o = 1/2, k odd
+        dict(d=20, D=15, k=5, p_o=0.2),  # any p_o: D^(0) and D^(1) are balanced for odd k
+        dict(d=20, D=15, k=5, patterns="bernoulli", p_in=0.5, labeling="threshold"),  # symmetry
+        dict(d=20, D=15, k=4, structure=False),  # (A1'): parity of uniform bits
+        dict(d=20, D=15, k=6, patterns="hidden_representation", codes_per_class=4),  # E.3.1
+    ],
+)
+def test_classes_are_balanced_where_the_paper_assumes_it(cfg):
+    """(A0): Pr[y = +1] = 1/2 exactly, and empirically within Z standard errors."""
+    dm = SparseCoding(**cfg)
+    assert dm.positive_probability == pytest.approx(0.5, abs=1e-12)
+    n = 100_000
+    _, y = dm.sample(n, gen(3), CPU)
+    assert abs((y > 0).double().mean().item() - 0.5) < Z * 0.5 / math.sqrt(n)
+
+
+@pytest.mark.parametrize("ratio", [0.8, 0.9])
+def test_negative_ratio_sets_the_fraction_of_negatives(ratio):
+    dm = SparseCoding(d=20, D=15, k=5, negative_ratio=ratio)
+    n = 100_000
+    _, y = dm.sample(n, gen(4), CPU)
+    assert abs((y < 0).double().mean().item() - ratio) < Z * math.sqrt(ratio * (1 - ratio) / n)
+
+
+def test_mixture_satisfies_assumption_a1_and_a2_marginals():
+    """E.1.1's D_mix: equal gamma > 0 on A (A1), Pr[phi~_j = 1] = p_o outside A (A2)."""
+    cfg = dict(d=8, D=7, k=3, p_o=0.3)
+    dm = SparseCoding(**cfg)
+    phi, p, y = paper_law(dm, cfg)
+    a = dm.A
+    e_y = p @ y
+    gamma = (p * y) @ phi[:, a] - e_y * (p @ phi[:, a])
+    assert torch.allclose(gamma, gamma[0].expand_as(gamma)) and gamma[0] > 0.1
+    outside = [j for j in range(dm.D) if j not in set(a.tolist())]
+    torch.testing.assert_close(p @ phi[:, outside], torch.full((len(outside),), 0.3, dtype=torch.float64))
+    # Without structure the same labeling has no correlation with any pattern.
+    dm_u = SparseCoding(**cfg, structure=False)
+    phi, p, y = paper_law(dm_u, {**cfg, "structure": False})
+    gamma_u = (p * y) @ phi[:, a] - (p @ y) * (p @ phi[:, a])
+    torch.testing.assert_close(gamma_u, torch.zeros_like(gamma_u), rtol=0, atol=1e-12)
+
+
+def test_without_structure_keeps_the_labeling_and_makes_patterns_uniform():
+    cfg = dict(d=10, D=8, k=3, p_o=0.2, labeling="threshold")
+    dm, dm_u = SparseCoding(**cfg), SparseCoding(**cfg, structure=False)
+    assert torch.equal(dm.A, dm_u.A) and torch.equal(dm.M, dm_u.M)
+    assert dm.positive_counts == dm_u.positive_counts == (2, 3)
+    n = 200_000
+    _, y, phi = dm_u.sample_with_hidden(n, gen(5), CPU)
+    torch.testing.assert_close(y, paper_labels(dm_u, cfg, phi))
+    freq = torch.bincount(encode(phi), minlength=2**8).double() / n
+    p = 0.5**8
+    assert ((freq - p).abs() < Z * math.sqrt(p * (1 - p) / n)).all()
+    assert dm_u.sigma_tilde == pytest.approx(math.sqrt(8 / 4))  # sum of Var = D / 4
+
+
+# ---------------------------------------------------------------------- structure, determinism
+def test_same_generator_seed_gives_the_same_samples():
+    dm = SparseCoding(d=30, D=20, k=5, sigma_zeta=0.1)
+    a = dm.sample_with_hidden(500, gen(7), CPU)
+    b = dm.sample_with_hidden(500, gen(7), CPU)
+    c = dm.sample_with_hidden(500, gen(8), CPU)
+    assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
+    assert not torch.equal(a[0], c[0])
+    # The base class's seeded streams too.
+    torch.testing.assert_close(dm.draw(64, 0, 1, 5, CPU), dm.draw(64, 0, 1, 5, CPU), rtol=0, atol=0)
+
+
+def test_structure_seed_fixes_the_distribution_for_every_sample_seed():
+    a, b = SparseCoding(d=30, D=20, k=5, seed=1), SparseCoding(d=30, D=20, k=5, seed=2)
+    assert torch.equal(a.M, b.M) and torch.equal(a.A, b.A)
+    c = SparseCoding(d=30, D=20, k=5, structure_seed=1)
+    assert not torch.equal(a.M, c.M) and not torch.equal(a.A, c.A)
+    # Giving A explicitly does not change M.
+    d = SparseCoding(d=30, D=20, k=3, relevant=[4, 0, 7])
+    assert torch.equal(d.M, a.M) and d.A.tolist() == [4, 0, 7]
+
+
+def test_ground_truth_and_dictionaries():
+    dm = SparseCoding(d=30, D=20, k=5)
+    gt = dm.ground_truth()
+    assert gt["feature"].shape == (30,) and gt["dictionary"].shape == (30, 20)
+    assert gt["relevant"].dtype == torch.long and gt["relevant"].shape == (5,)
+    m = dm.M
+    torch.testing.assert_close(m.T @ m, torch.eye(20, dtype=torch.float64))
+    torch.testing.assert_close(gt["feature"], m[:, gt["relevant"]].sum(1).float())
+    assert len(set(gt["relevant"].tolist())) == 5 and gt["relevant"].max() < 20
+    wide = SparseCoding(d=10, D=40, k=5, dictionary="incoherent")
+    torch.testing.assert_close(wide.M.norm(dim=0), torch.ones(40, dtype=torch.float64))
+    assert wide.ground_truth()["dictionary"].shape == (10, 40)
+
+
+def test_hidden_representation_codes():
+    dm = SparseCoding(d=300, D=250, k=50, patterns="hidden_representation")  # E.3.1 sizes
+    codes, labels = dm.codes
+    assert codes.shape == (100, 50) and len({tuple(c) for c in codes.tolist()}) == 100
+    assert (labels == 1).sum() == 50 and (labels == -1).sum() == 50
+    given_codes = SparseCoding(
+        d=8, D=6, k=2, patterns="hidden_representation", codes=[[0, 0], [1, 1], [1, 0]], code_labels=[-1, 1, 1]
+    )
+    assert given_codes.positive_probability == pytest.approx(2 / 3)
+
+
+# ---------------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(k=6, D=5), r"data\.k must be <= data\.D"),
+        (dict(d=10, D=20), r"data\.D must be <= data\.d .*incoherent"),
+        (dict(d=0), r"data\.d must be an integer >= 1"),
+        (dict(k=True), r"data\.k must be an integer"),
+        (dict(p_o=0.7), r"data\.p_o must be a probability in \[0, 0\.6667\]"),
+        (dict(p_o=-0.1), r"data\.p_o must be a probability"),
+        (dict(patterns="bernoulli", p_in=1.5), r"data\.p_in must be a probability in \[0, 1\]"),
+        (dict(patterns="bernoulli", p_out=-0.2), r"data\.p_out must be a probability"),
+        (dict(patterns="hidden_representation", p_o=2.0), r"data\.p_o must be a probability in \[0, 1\]"),
+        (dict(negative_ratio=1.0), r"data\.negative_ratio must be null .* strictly between 0 and 1"),
+        (dict(negative_ratio=-0.5), r"data\.negative_ratio"),
+        (dict(labeling="interval", interval=(3, 2)), r"data\.interval must have t1 <= t2"),
+        (dict(labeling="interval", interval=(1, 9)), r"data\.interval must lie in \[0, k\]"),
+        (dict(labeling="interval"), r"data\.labeling: interval needs data\.interval"),
+        (dict(labeling="set", label_set=[7]), r"data\.label_set must list counts in \[0, k\]"),
+        (dict(labeling="majority"), r"data\.labeling must be one of"),
+        (dict(patterns="gaussian"), r"data\.patterns must be one of"),
+        (dict(dictionary="random"), r"data\.dictionary must be one of"),
+        (dict(sigma_zeta=-1.0), r"data\.sigma_zeta must be a finite number >= 0"),
+        (dict(sigma_zeta=float("nan")), r"data\.sigma_zeta"),
+        (dict(structure_seed=-1), r"data\.structure_seed must be a non-negative integer"),
+        (dict(structure="no"), r"data\.structure must be true or false"),
+        (dict(p_in=0.5), r"data\.p_in is only used with data\.patterns in \['bernoulli'\]"),
+        (dict(interval=(1, 2)), r"data\.interval is only used with data\.labeling: interval"),
+        (dict(labeling="codes"), r"data\.labeling: codes goes with data\.patterns: hidden_representation"),
+        (dict(patterns="hidden_representation", labeling="parity"), r"data\.labeling: codes goes with"),
+        (dict(patterns="hidden_representation", structure=False), r"data\.structure: false .* undefined"),
+        (dict(patterns="hidden_representation", k=3, codes_per_class=5), r"data\.codes_per_class must be <="),
+        (
+            dict(patterns="hidden_representation", k=2, codes=[[0, 1], [0, 1]], code_labels=[1, -1]),
+            r"data\.codes must be distinct",
+        ),
+        (
+            dict(patterns="hidden_representation", k=2, codes=[[0, 1]], code_labels=[1]),
+            r"gives every sample the label \+1",
+        ),
+        (dict(relevant=[0, 1, 1, 2, 3]), r"data\.relevant must list k=5 distinct"),
+        (dict(relevant=[0, 1]), r"data\.relevant must list k=5"),
+        (dict(patterns="bernoulli", p_in=0.0, labeling="threshold"), r"gives every sample the label -1"),
+        (dict(k=4, labeling="set", label_set=[]), r"gives every sample the label -1"),
+    ],
+)
+def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SparseCoding(**kwargs)
+
+
+# ---------------------------------------------------------------------- end to end
+def test_short_training_run(tmp_path):
+    dm = SparseCoding(d=20, D=10, k=3, batch_size=32, val_size=64, test_size=64)
+    model = TwoLayerNet(input_dim=dm.input_dim, width=8, lr=0.1)
+    trainer = pl.Trainer(
+        max_steps=3,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        limit_val_batches=0,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(model, dm)
+    assert trainer.global_step == 3
+    assert all(torch.isfinite(p).all() for p in model.parameters())
