@@ -211,7 +211,7 @@ def test_gaussian_symmetric_init_outputs_zero():
     )
     x = torch.randn(5, 8)
     torch.testing.assert_close(model(x), torch.zeros(2, 5))
-    assert float(model.net.w[0].std()) == pytest.approx(1.0, abs=0.5)
+    assert float(model.net.w[0].detach().std()) == pytest.approx(1.0, abs=0.5)
 
 
 def test_network_shapes_and_activations():
