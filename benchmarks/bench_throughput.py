@@ -12,23 +12,27 @@ Measured side by side in one process, on the same machine, as ratios:
    dominates.
 
 Usage: ``python benchmarks/bench_throughput.py [--steps N] [--repeats R]``. Prints a
-table; each figure is the best of ``repeats`` timings (least disturbed by the rest
-of the machine).
+table. The two sides of a comparison run back to back, ``repeats`` times; the ratio
+is the median of the per-pair ratios, which cancels the slow drifts in this
+machine's speed that a best-of-each comparison would not (the rates shown are the
+medians too).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import tempfile
 import time
 import warnings
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.loggers import TensorBoardLogger
+
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
-from pytorch_lightning.loggers import TensorBoardLogger
 
 warnings.filterwarnings("ignore")
 
@@ -91,8 +95,14 @@ def plain_steps_per_s(d, p, m, steps, warmup, seed=0):
     return steps / (time.perf_counter() - start)
 
 
-def best(fn, repeats, *args, **kwargs):
-    return max(fn(*args, **kwargs) for _ in range(repeats))
+def paired(repeats, ours, baseline):
+    """Run ``ours()`` and ``baseline()`` back to back; medians of rates and of ratios."""
+    pairs = [(ours(), baseline()) for _ in range(repeats)]
+    return (
+        statistics.median(o for o, _ in pairs),
+        statistics.median(b for _, b in pairs),
+        statistics.median(o / b for o, b in pairs),
+    )
 
 
 def main() -> None:
@@ -107,20 +117,24 @@ def main() -> None:
         ("XOR small d=64 p=256 m=2048 (steps/s)", (64, 256, 2048), args.steps, 0.8),
         ("XOR experiment d=512 p=512 m=4096 (steps/s)", (512, 512, 4096), max(args.steps // 4, 20), 0.9),
     ):
-        ours = best(featlearn_steps_per_s, args.repeats, d, p, m, steps, warmup=10)
-        plain = best(plain_steps_per_s, args.repeats, d, p, m, steps, warmup=10)
-        print(f"{label:<44}{ours:>12.1f}{plain:>12.1f}{ours / plain:>8.2f}  >= {target}")
+        ours, plain, ratio = paired(
+            args.repeats,
+            lambda: featlearn_steps_per_s(d, p, m, steps, warmup=10),  # noqa: B023
+            lambda: plain_steps_per_s(d, p, m, steps, warmup=10),  # noqa: B023
+        )
+        print(f"{label:<44}{ours:>12.1f}{plain:>12.1f}{ratio:>8.2f}  >= {target}")
 
     d, p, m, steps = 16, 32, 256, args.steps * 2
-    ensemble = best(featlearn_steps_per_s, args.repeats, d, p, m, steps, warmup=20, ensemble_size=8)
-    singles = [best(featlearn_steps_per_s, args.repeats, d, p, m, steps, warmup=20, seed=s) for s in range(8)]
-    # Throughput in member-steps per second: the ensemble does 8 per step.
-    ensemble_rate = 8 * ensemble
-    singles_rate = 8 / sum(1 / r for r in singles)  # 8 member-steps take sum of the step times
-    print(
-        f"{'ensemble S=8 vs 8 runs d=16 p=32 m=256 (member-steps/s)':<44}"
-        f"{ensemble_rate:>12.1f}{singles_rate:>12.1f}{ensemble_rate / singles_rate:>8.2f}  >= 4"
-    )
+
+    def ensemble_rate():  # member-steps per second: the ensemble does 8 per step
+        return 8 * featlearn_steps_per_s(d, p, m, steps, warmup=20, ensemble_size=8)
+
+    def singles_rate():  # 8 runs, one after the other: 8 member-steps take the sum of step times
+        return 8 / sum(1 / featlearn_steps_per_s(d, p, m, steps, warmup=20, seed=s) for s in range(8))
+
+    ours, singles, ratio = paired(args.repeats, ensemble_rate, singles_rate)
+    label = "ensemble S=8 vs 8 runs d=16 p=32 m=256 (member-steps/s)"
+    print(f"{label:<44}{ours:>12.1f}{singles:>12.1f}{ratio:>8.2f}  >= 4")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import math
 
 import pytorch_lightning as pl
 import torch
@@ -57,11 +56,9 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
         self.points_per_decade = points_per_decade
         self.history: list[dict[str, float]] = []
         self._steps: set[int] = set()
-        self._max_step = math.inf
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
-        self._max_step = max_steps or math.inf
         if self.cadence == "log":
             self._steps = set(log_spaced_steps(max_steps or 10**9, self.points_per_decade))
         else:

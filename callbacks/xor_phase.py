@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
-from featlearn.callbacks.base import DiagnosticCallback
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
+
+from featlearn.callbacks.base import DiagnosticCallback
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")

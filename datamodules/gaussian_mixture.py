@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import torch
-from featlearn.datamodules.base import SyntheticDataModule
-from featlearn.datamodules.sparse_coding import orthonormal_columns
 from torch import Tensor
 
+from featlearn.datamodules.base import SyntheticDataModule
+from featlearn.datamodules.sparse_coding import orthonormal_columns
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from featlearn.datamodules.base import SyntheticDataModule
 from torch import Tensor
 
+from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 

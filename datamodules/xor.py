@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-from featlearn.datamodules.base import SyntheticDataModule
 from torch import Tensor
 
+from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 

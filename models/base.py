@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 import pytorch_lightning as pl
 import torch
-from featlearn.models.losses import LOSSES
 from torch import Tensor, nn
 
+from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from featlearn.models.base import ScheduledSGDModule
-from featlearn.models.networks import INITS, TwoLayerNetwork, default_init_scale
 from torch import Tensor
 
+from featlearn.models.base import ScheduledSGDModule
+from featlearn.models.networks import INITS, TwoLayerNetwork, default_init_scale
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import INIT, NOISE, GeneratorPool, derive_seed
 

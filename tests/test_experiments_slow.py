@@ -3,8 +3,8 @@
 import math
 
 import pytest
-from featlearn.callbacks import XORPhaseDiagnostics
 
+from featlearn.callbacks import XORPhaseDiagnostics
 from featlearn.cli import build_cli
 
 from .conftest import CONFIGS

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+
 from featlearn.callbacks import XORPhaseDiagnostics, log_spaced_steps
 from featlearn.callbacks.xor_phase import cluster_coverage, neuron_components, signal_heavy
 from featlearn.datamodules import BooleanXOR

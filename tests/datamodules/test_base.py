@@ -1,5 +1,6 @@
 import pytest
 import torch
+
 from featlearn.datamodules import BooleanXOR, SyntheticDataModule
 
 

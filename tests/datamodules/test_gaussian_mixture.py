@@ -7,10 +7,11 @@ import math
 import pytest
 import pytorch_lightning as pl
 import torch
-from featlearn.datamodules.gaussian_mixture import GaussianMixture
-from featlearn.models import TwoLayerNet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from featlearn.datamodules.gaussian_mixture import GaussianMixture
+from featlearn.models import TwoLayerNet
 
 CPU = torch.device("cpu")
 Z = 5.0  # z-score bound of the statistical checks

@@ -12,10 +12,11 @@ import math
 import pytest
 import pytorch_lightning as pl
 import torch
-from featlearn.datamodules.sparse_coding import SparseCoding
-from featlearn.models import TwoLayerNet
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
+from featlearn.datamodules.sparse_coding import SparseCoding
+from featlearn.models import TwoLayerNet
 
 CPU = torch.device("cpu")
 Z = 5.0  # z-score bound of the statistical checks (two-sided tail ~ 6e-7 per check)

@@ -1,8 +1,9 @@
 import pytest
 import torch
-from featlearn.datamodules import BooleanXOR
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from featlearn.datamodules import BooleanXOR
 
 
 @settings(max_examples=25, deadline=None)

@@ -12,6 +12,12 @@ from ..conftest import CONFIGS  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
 SMOKE = str(CONFIGS / "debug" / "smoke.yaml")
+GLASGOW = str(CONFIGS / "experiments" / "glasgow_xor.yaml")
+# The Glasgow experiment shrunk to a 3-step run on a tiny network.
+TINY_GLASGOW = (
+    *("--config", GLASGOW, "--config", SMOKE),
+    *("--data.init_args.dim", "8", "--data.init_args.batch_size", "16", "--model.init_args.width", "4"),
+)
 
 
 def run_cli(tmp_path, *args):
@@ -55,19 +61,7 @@ def test_glasgow_config_builds_glasgows_model(tmp_path):
 
 def test_versioned_logs_config_and_metrics(tmp_path):
     for _ in range(2):
-        run_cli(
-            tmp_path,
-            "--config",
-            str(EXPERIMENTS[0]),
-            "--config",
-            SMOKE,
-            "--data.init_args.dim",
-            "8",
-            "--data.init_args.batch_size",
-            "16",
-            "--model.init_args.width",
-            "4",
-        )
+        run_cli(tmp_path, *TINY_GLASGOW)
     versions = sorted(p.name for p in (tmp_path / "runs").glob("*/version_*"))
     assert versions == ["version_0", "version_1"]
     run_dir = next((tmp_path / "runs").glob("*/version_1"))
@@ -79,18 +73,7 @@ def test_versioned_logs_config_and_metrics(tmp_path):
 
 
 def test_same_config_same_weights(tmp_path):
-    args = (
-        "--config",
-        str(EXPERIMENTS[0]),
-        "--config",
-        SMOKE,
-        "--data.init_args.dim",
-        "8",
-        "--data.init_args.batch_size",
-        "16",
-        "--model.init_args.width",
-        "4",
-    )
+    args = TINY_GLASGOW
     a = run_cli(tmp_path / "a", *args).model.net.w.detach()
     b = run_cli(tmp_path / "b", *args).model.net.w.detach()
     c = run_cli(tmp_path / "c", *args, "--seed_everything", "1").model.net.w.detach()
@@ -99,7 +82,7 @@ def test_same_config_same_weights(tmp_path):
 
 def test_print_config_shows_resolved_classes(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        build_cli(["fit", "--config", str(EXPERIMENTS[0]), "--print_config"])
+        build_cli(["fit", "--config", GLASGOW, "--print_config"])
     assert exit_info.value.code in (0, None)
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["data"]["class_path"] == "featlearn.datamodules.BooleanXOR"
@@ -163,7 +146,7 @@ def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch
 )
 def test_bad_configs_fail_before_training_naming_the_parameter(tmp_path, override, match):
     with pytest.raises((ValueError, SystemExit)) as err:
-        run_cli(tmp_path, "--config", str(EXPERIMENTS[0]), "--config", SMOKE, *override)
+        run_cli(tmp_path, "--config", GLASGOW, "--config", SMOKE, *override)
     text = str(err.value)
     if isinstance(err.value, SystemExit):
         pytest.fail(f"expected a ValueError naming {match!r}, the parser exited instead")

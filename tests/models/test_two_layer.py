@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 from featlearn.models.losses import LOSSES
