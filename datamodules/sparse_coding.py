@@ -646,6 +646,28 @@ class SparseCoding(SyntheticDataModule):
         """Pr[y = +1] under this distribution (exact)."""
         return self._law.positive_probability()
 
+    @property
+    def gamma(self) -> float:
+        r"""The signal strength gamma = E[y phi~_i] - E[y] E[phi~_i] for i in A (assumption A1), exact.
+
+        Averaged over A (the count-based laws are exchangeable on A, so every i has
+        the same value; a code table may not be). Shi et al. scale the second-layer
+        initialisation by it: sigma_a = sigma~^2 / (gamma k^2).
+        """
+        law, k = self._law, self.k
+        if law.kind == "count":
+            s = torch.arange(k + 1, dtype=torch.float64)
+            per_count = law.probs.sum(0)  # (k + 1,)
+            e_y_phi = float((per_count * law.labels * s).sum()) / k
+            e_y = float((per_count * law.labels).sum())
+            e_phi = float((per_count * s).sum()) / k
+        else:
+            codes = self._structure_tensors()["codes"]  # (N, k)
+            e_y_phi = float((law.probs * law.labels) @ codes.mean(1))
+            e_y = float((law.probs * law.labels).sum())
+            e_phi = float(law.probs @ codes.mean(1))
+        return e_y_phi - e_y * e_phi
+
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw n normalised inputs x = (x~ - E x~)/sigma~ and their labels."""
         x, y, _ = self.sample_with_hidden(n, generator, device)

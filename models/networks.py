@@ -30,6 +30,21 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "quadratic": quadratic,
 }
 OUTPUT_SCALES = ("mean_field", "standard")
+
+
+def _smoothed_relu(z: Tensor, std: float) -> Tensor:
+    """E max(0, z + xi) = z Phi(z/s) + s phi(z/s) for xi ~ N(0, s^2)."""
+    u = z / std
+    return z * torch.special.ndtr(u) + std * torch.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+
+
+#: E_xi sigma(z + xi) with xi ~ N(0, s^2), in closed form (s > 0). The truncated ReLU
+#: is relu(z) - relu(z - 1), so its smoothing is the difference of two smoothed ReLUs.
+SMOOTHED_ACTIVATIONS: dict[str, Callable[[Tensor, float], Tensor]] = {
+    "relu": _smoothed_relu,
+    "truncated_relu": lambda z, std: _smoothed_relu(z, std) - _smoothed_relu(z - 1.0, std),
+    "quadratic": lambda z, std: z * z + std * std,
+}
 INITS = ("sphere", "gaussian_symmetric")
 
 
@@ -83,12 +98,14 @@ class TwoLayerNetwork(nn.Module):
             return torch.bmm(x, self.w.transpose(1, 2))
         return torch.baddbmm(self.b.unsqueeze(1), x, self.w.transpose(1, 2))
 
-    def forward(self, x: Tensor, noise: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
         """Evaluate every member on its inputs.
 
         Args:
             x: (S, B, d), member s evaluated on x[s]; or (B, d), shared by all members.
             noise: Optional (S, B, p) added to the pre-activations (Shi et al.'s xi).
+            smoothing_std: s > 0 replaces sigma by its Gaussian smoothing
+                E_xi sigma(z + xi), xi ~ N(0, s^2): the noise in expectation.
 
         Returns:
             f of shape (S, B).
@@ -98,7 +115,7 @@ class TwoLayerNetwork(nn.Module):
         z = self.preactivation(x)  # (S, B, p)
         if noise is not None:
             z = z + noise
-        h = self.sigma(z)  # (S, B, p)
+        h = SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)  # (S, B, p)
         # A broadcast product and sum beats bmm with a single column on the CPU.
         return (h * self.a.unsqueeze(1)).sum(dim=-1) * self.scale  # (S, B)
 

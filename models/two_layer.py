@@ -43,6 +43,9 @@ class TwoLayerNet(ScheduledSGDModule):
         weight_decay_a: *schedule*, lambda_a: the loss gains lambda_a ||a||^2.
         noise_std: *schedule*, sigma_xi: i.i.d. N(0, sigma_xi^2) added to every
             pre-activation in the training loss (fresh each step, per sample and neuron).
+        noise_mode: ``sample`` (draw xi) or ``expectation`` (replace sigma by its
+            closed-form smoothing E_xi sigma(z + xi): the noisy loss's deterministic
+            counterpart, with no sampling variance).
         activation: ``relu``, ``truncated_relu`` (min(1, max(0, z))) or ``quadratic``.
         bias: Whether the hidden layer has biases.
         output_scale: ``mean_field`` (c = 1/p) or ``standard`` (c = 1).
@@ -75,6 +78,7 @@ class TwoLayerNet(ScheduledSGDModule):
         weight_decay_b: ScheduleSpec = 0.0,
         weight_decay_a: ScheduleSpec = 0.0,
         noise_std: ScheduleSpec = 0.0,
+        noise_mode: str = "sample",
         activation: str = "relu",
         bias: bool = False,
         output_scale: str = "mean_field",
@@ -131,6 +135,9 @@ class TwoLayerNet(ScheduledSGDModule):
             self.net.a.requires_grad_(False)
         self._set_groups(groups)
         self.noise_std = as_schedule(noise_std, "model.noise_std")
+        if noise_mode not in ("sample", "expectation"):
+            raise ValueError(f"model.noise_mode must be 'sample' or 'expectation', got {noise_mode!r}.")
+        self.noise_mode = noise_mode
 
         init_generators = [
             torch.Generator().manual_seed(derive_seed(self.seed + s, INIT)) for s in range(ensemble_size)
@@ -171,6 +178,8 @@ class TwoLayerNet(ScheduledSGDModule):
     def training_output(self, x: Tensor, step: int) -> Tensor:
         """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2)."""
         std = self.noise_std(step)
+        if std > 0 and self.noise_mode == "expectation":
+            return self.net(x, smoothing_std=std)
         noise = None
         if std > 0:
             shape = (x.shape[1], self.net.width)  # (B, p) per member

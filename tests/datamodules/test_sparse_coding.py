@@ -451,3 +451,27 @@ def test_short_training_run(tmp_path):
     trainer.fit(model, dm)
     assert trainer.global_step == 3
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(d=40, D=20, k=5),  # E.1.1 parity mixture
+        dict(d=40, D=20, k=6, patterns="bernoulli", labeling="interval", interval=(2, 4), p_in=2 / 3, p_out=0.5),
+        dict(d=40, D=20, k=5, negative_ratio=0.8),
+    ],
+)
+def test_gamma_matches_a_monte_carlo_estimate(kwargs):
+    dm = SparseCoding(**kwargs)
+    _, y, phi = dm.sample_with_hidden(200_000, torch.Generator().manual_seed(0), torch.device("cpu"))
+    phi_a = phi[:, dm.A].double()  # (n, k)
+    y = y.double()
+    estimate = ((y[:, None] * phi_a).mean(0) - y.mean() * phi_a.mean(0)).mean()
+    # Each term is a mean of bounded variables: 5 standard errors of 1/sqrt(n) cover it.
+    assert abs(dm.gamma - float(estimate)) < 5 / 200_000**0.5
+
+
+def test_gamma_of_the_parity_mixture_by_hand():
+    # D(1) (weight 1 - p_o): phi_A all ones (odd count, y = +1) or all zeros (y = -1);
+    # D(0): y is independent of any single phi_i. gamma = (1 - p_o) * (1/2 - 0) = 1/4.
+    assert SparseCoding(d=40, D=20, k=5).gamma == pytest.approx(0.25)

@@ -267,3 +267,32 @@ def test_train_metrics_are_written_on_the_log_cadence_only(fit):
     assert train_calls[1][1]["sched/batch_size"] == 16
     assert {"train/loss_min", "train/loss_max", "train_members/loss_0", "train_members/loss_1"} <= set(metrics)
     assert metrics["train/loss_min"] <= metrics["train/loss"] <= metrics["train/loss_max"]
+
+
+@pytest.mark.parametrize("activation", ["relu", "truncated_relu", "quadratic"])
+def test_noise_in_expectation_is_the_monte_carlo_limit(activation):
+    model = TwoLayerNet(6, 4, lr=0.1, activation=activation, bias=True, output_scale="standard", seed=0)
+    net = model.net
+    x = torch.randn(3, 6, dtype=torch.float64)
+    net.double()
+    std = 0.4
+    exact = net(x, smoothing_std=std)
+    gen = torch.Generator().manual_seed(0)
+    n = 20000
+    noise = std * torch.randn(1, n * 3, 4, generator=gen, dtype=torch.float64)
+    draws = net(x.repeat(n, 1).unsqueeze(0), noise=noise).reshape(n, 3)  # one forward for all draws
+    sem = draws.std(0) / n**0.5
+    assert ((exact - draws.mean(0)).abs() <= 5 * sem + 1e-12).all()
+    # and it tends to the noiseless network as the noise vanishes
+    torch.testing.assert_close(net(x, smoothing_std=1e-6), net(x), atol=1e-6, rtol=0)
+
+
+def test_noise_mode_expectation_trains_deterministically(fit):
+    def run():
+        model = TwoLayerNet(8, 6, lr=0.3, noise_std=0.2, noise_mode="expectation", seed=0)
+        fit(model, BooleanXOR(dim=8, batch_size=32), 2)
+        return model.net.w.detach().clone()
+
+    assert torch.equal(run(), run())
+    with pytest.raises(ValueError, match="model.noise_mode"):
+        TwoLayerNet(8, 6, lr=0.3, noise_mode="mean")
