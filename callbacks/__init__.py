@@ -4,7 +4,8 @@ from featlearn._guard import require_featlearn_namespace
 
 require_featlearn_namespace(__name__, "callbacks")
 
+from featlearn.callbacks.alignment import FeatureAlignment  # noqa: E402
 from featlearn.callbacks.base import DiagnosticCallback, log_spaced_steps  # noqa: E402
 from featlearn.callbacks.xor_phase import XORPhaseDiagnostics  # noqa: E402
 
-__all__ = ["DiagnosticCallback", "XORPhaseDiagnostics", "log_spaced_steps"]
+__all__ = ["DiagnosticCallback", "FeatureAlignment", "XORPhaseDiagnostics", "log_spaced_steps"]

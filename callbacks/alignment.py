@@ -1,0 +1,278 @@
+r"""Feature-alignment diagnostics (Shi, Wei, Liang 2022): do the neurons find the features?"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.utilities import rank_zero_warn
+from torch import Tensor
+
+from featlearn.callbacks.base import DiagnosticCallback
+
+
+def cosines(w: Tensor, directions: Tensor) -> Tensor:
+    """cos(w_i, g_c) for neurons w (p, d) and directions g (C, d): (p, C)."""
+    w_unit = w / w.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    g_unit = directions / directions.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    return w_unit @ g_unit.T
+
+
+def feature_alignment(w: Tensor, feature: Tensor, top: int, threshold: float) -> dict[str, Tensor]:
+    r"""Alignment of neurons w (p, d) with the ground truth g = sum_{j in A} M_j and -g.
+
+    * ``max_cos`` = max_i cos(w_i, g): the paper's "Cos Similarity"; ``max_cos_neg``
+      = max_i cos(w_i, -g) (neurons with a_i < 0 align with -g).
+    * ``top_mean_cos``: mean of the ``top`` largest cos(w_i, g).
+    * ``frac_above_pos`` / ``frac_above_neg``: fraction of neurons with
+      cos(w_i, +-g) > ``threshold``.
+    """
+    cos = cosines(w, feature.unsqueeze(0)).squeeze(-1)  # (p,)
+    top = min(top, cos.numel())
+    return {
+        "max_cos": cos.max(),
+        "max_cos_neg": (-cos).max(),
+        "top_mean_cos": cos.topk(top).values.mean(),
+        "frac_above_pos": (cos > threshold).double().mean(),
+        "frac_above_neg": (-cos > threshold).double().mean(),
+    }
+
+
+def dictionary_snr(w: Tensor, dictionary: Tensor, relevant: Tensor) -> dict[str, Tensor]:
+    r"""How much of each neuron lies on class-relevant against background patterns.
+
+    With coefficients :math:`T_{ij} = \langle w_i, M_j \rangle` (the T_j of Lemmas 6 and
+    18: after step 1, T_j is about beta gamma / sigma~ on A and small off A), the
+    per-neuron signal-to-noise ratio compares the mean magnitude per pattern,
+
+    .. math::  \mathrm{SNR}_i = \sqrt{\tfrac{1}{k}\sum_{j \in A} T_{ij}^2} \Big/
+               \sqrt{\tfrac{1}{D-k}\sum_{j \notin A} T_{ij}^2},
+
+    and ``relevant_frac`` is :math:`\sum_{j\in A} T_{ij}^2 / \sum_j T_{ij}^2`.
+
+    Args:
+        w: Neurons (p, d).
+        dictionary: M (d, D).
+        relevant: A, indices (k,) into the D columns.
+
+    Returns:
+        ``snr_median``, ``snr_max`` over neurons and ``relevant_frac_mean``.
+    """
+    coeff = w @ dictionary.to(w.dtype)  # (p, D)
+    mask = torch.zeros(dictionary.shape[1], dtype=torch.bool, device=w.device)
+    mask[relevant.to(w.device)] = True
+    on = coeff[:, mask].pow(2)
+    off = coeff[:, ~mask].pow(2)
+    out = {"relevant_frac_mean": (on.sum(1) / (on.sum(1) + off.sum(1)).clamp_min(1e-30)).mean()}
+    if off.shape[1] > 0:
+        snr = on.mean(1).sqrt() / off.mean(1).sqrt().clamp_min(1e-30)
+        out["snr_median"] = snr.median()
+        out["snr_max"] = snr.max()
+    return out
+
+
+def centre_coverage(w: Tensor, centres: Tensor, threshold: float) -> dict[str, Tensor]:
+    """Gaussian mixtures: is every cluster centre c found by some neuron?
+
+    ``centre_coverage`` is the fraction of centres with max_i cos(w_i, c) >=
+    ``threshold``; ``centre_max_cos_mean`` the mean over centres of that maximum.
+    """
+    best = cosines(w, centres).max(dim=0).values  # (C,)
+    return {"centre_coverage": (best >= threshold).double().mean(), "centre_max_cos_mean": best.mean()}
+
+
+class FeatureAlignment(DiagnosticCallback):
+    r"""Logs how the first-layer neurons align with the data model's ground truth, under ``align/``.
+
+    Uses what the data model's ``ground_truth()`` provides:
+
+    * ``feature`` (d,), the effective feature sum_{j in A} M_j: ``align/max_cos``
+      (the paper's Cos Similarity), ``align/max_cos_neg``, ``align/top_mean_cos``,
+      ``align/frac_above_pos``, ``align/frac_above_neg`` (:func:`feature_alignment`);
+    * ``dictionary`` (d, D) and ``relevant`` (k,): ``align/snr_median``,
+      ``align/snr_max``, ``align/relevant_frac_mean`` (:func:`dictionary_snr`);
+    * ``centres`` (C, d): ``align/centre_coverage``, ``align/centre_max_cos_mean``
+      (:func:`centre_coverage`).
+
+    Values are averaged over ensemble members. Every step up to ``dense_until`` is
+    logged (the first steps are where Shi et al.'s features appear), then the cadence.
+
+    **MDS pictures.** At ``mds_steps`` (default: initialisation, steps 1 and 2, and the
+    last step) the neurons of member 0 are embedded in 2-D by metric MDS on the cosine
+    distances 1 - cos(w_i, w_j) (scikit-learn), together with the ground truth: +g
+    (red star) and -g (orange star) as in Figures 2 and 6, or the cluster centres
+    (stars coloured by label) as in Figure 16. Neurons with cos >= ``highlight_cos``
+    to +g (red) or -g (orange) at step ``highlight_step`` keep their colour in every
+    picture, so one sees where the aligned neurons came from. The pictures are drawn
+    at the end of ``fit``, written to TensorBoard (``align/mds``) and saved as PNG
+    files in the logger's folder.
+
+    Args:
+        cadence: ``"log"`` or every N steps.
+        points_per_decade: Density of the log-spaced cadence.
+        dense_until: Log every step up to this one.
+        top: How many neurons ``top_mean_cos`` averages.
+        cos_threshold: Threshold of ``frac_above_*``.
+        coverage_threshold: Cosine a neuron needs to cover a cluster centre.
+        mds_steps: Steps to picture (``-1`` = the last step); empty: no pictures.
+        highlight_step: Step whose aligned neurons are coloured in every picture.
+        highlight_cos: Cosine that makes a neuron "aligned" for the colouring.
+    """
+
+    def __init__(
+        self,
+        cadence: str | int = "log",
+        points_per_decade: int = 20,
+        dense_until: int = 10,
+        top: int = 10,
+        cos_threshold: float = 0.99,
+        coverage_threshold: float = 0.9,
+        mds_steps: list[int] | None = None,
+        highlight_step: int = 2,
+        highlight_cos: float = 0.9,
+    ) -> None:
+        super().__init__(cadence=cadence, points_per_decade=points_per_decade)
+        for name, value in (
+            ("cos_threshold", cos_threshold),
+            ("coverage_threshold", coverage_threshold),
+            ("highlight_cos", highlight_cos),
+        ):
+            if not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a cosine in [-1, 1], got {value!r}.")
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise ValueError(f"top must be a positive integer, got {top!r}.")
+        if isinstance(dense_until, bool) or not isinstance(dense_until, int) or dense_until < 0:
+            raise ValueError(f"dense_until must be an integer >= 0, got {dense_until!r}.")
+        mds_steps = [0, 1, 2, -1] if mds_steps is None else list(mds_steps)
+        if any(not isinstance(s, int) or s < -1 for s in mds_steps):
+            raise ValueError(f"mds_steps must be steps >= 0 (or -1 for the last step), got {mds_steps}.")
+        self.dense_until = dense_until
+        self.top = top
+        self.cos_threshold = cos_threshold
+        self.coverage_threshold = coverage_threshold
+        self.mds_steps = mds_steps
+        self.highlight_step = highlight_step
+        self.highlight_cos = highlight_cos
+        self.snapshots: dict[int, Tensor] = {}  # step -> w of member 0 (p, d), CPU
+        self.images: dict[int, Tensor] = {}  # step -> (3, H, W) uint8, after fit
+        self._last_step: int | None = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        super().on_fit_start(trainer, pl_module)
+        truth = trainer.datamodule.ground_truth() if trainer.datamodule is not None else {}
+        if not ({"feature", "centres"} & set(truth)):
+            raise ValueError(
+                f"FeatureAlignment needs a data model whose ground_truth() has 'feature' (such as "
+                f"SparseCoding) or 'centres' (GaussianMixture); {type(trainer.datamodule).__name__} "
+                f"gives {sorted(truth)}. Remove the callback or use such a data model."
+            )
+        if self.mds_steps:
+            try:
+                import matplotlib  # noqa: F401
+                import sklearn  # noqa: F401
+            except ImportError as err:
+                raise ImportError(
+                    "FeatureAlignment's MDS pictures need matplotlib and scikit-learn: "
+                    "`pip install -e '.[figures]'`, or set mds_steps: [] to skip them."
+                ) from err
+        self._last_step = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
+
+    def is_due(self, step: int) -> bool:  # noqa: D102
+        return step <= self.dense_until or super().is_due(step) or self._wants_snapshot(step)
+
+    def _wants_snapshot(self, step: int) -> bool:
+        return step in self.mds_steps or (-1 in self.mds_steps and step == self._last_step)
+
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:  # noqa: D102
+        truth = trainer.datamodule.ground_truth()
+        w = pl_module.net.w.detach()  # (S, p, d)
+        if self._wants_snapshot(step) or step == self.highlight_step:
+            self.snapshots[step] = w[0].to("cpu", torch.float64).clone()
+        per_member = []
+        for ws in w.to(torch.float64):
+            values = {}
+            if "feature" in truth:
+                values.update(feature_alignment(ws, truth["feature"].to(ws), self.top, self.cos_threshold))
+            if "dictionary" in truth and "relevant" in truth:
+                values.update(dictionary_snr(ws, truth["dictionary"].to(ws), truth["relevant"]))
+            if "centres" in truth:
+                values.update(centre_coverage(ws, truth["centres"].to(ws), self.coverage_threshold))
+            per_member.append(values)
+        return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
+
+    # ------------------------------------------------------------------ pictures
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        if not self.mds_steps or not trainer.is_global_zero or not self.snapshots:
+            return
+        truth = {k: v.to("cpu", torch.float64) for k, v in trainer.datamodule.ground_truth().items()}
+        highlight = self.snapshots.get(self.highlight_step)
+        steps = sorted(s for s in self.snapshots if self._wants_snapshot(s))
+        folder = Path(trainer.log_dir) if trainer.log_dir else None
+        for step in steps:
+            image, figure = self._draw(self.snapshots[step], truth, highlight, step)
+            self.images[step] = image
+            for logger in trainer.loggers:
+                experiment = getattr(logger, "experiment", None)
+                if hasattr(experiment, "add_image"):
+                    experiment.add_image("align/mds", image, global_step=step)
+            if folder is not None and trainer.loggers:
+                folder.mkdir(parents=True, exist_ok=True)
+                figure.savefig(folder / f"mds_step{step}.png", dpi=100)
+            import matplotlib.pyplot as plt
+
+            plt.close(figure)
+
+    def _draw(self, w: Tensor, truth: dict[str, Tensor], highlight: Tensor | None, step: int):
+        """MDS of neurons and ground-truth points; returns (image (3, H, W) uint8, figure)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+        from sklearn.manifold import MDS
+
+        if "feature" in truth:
+            stars = torch.stack([truth["feature"], -truth["feature"]])
+            star_colours = ["red", "orange"]
+            legend = {"red": "+sum_A M_j", "orange": "-sum_A M_j"}
+        else:
+            stars = truth["centres"]
+            star_colours = ["red" if lab > 0 else "blue" for lab in truth["centre_labels"].tolist()]
+            legend = {"red": "centre, y=+1", "blue": "centre, y=-1"}
+        points = torch.cat([w, stars])  # (p + C, d)
+        distances = (1.0 - cosines(points, points)).clamp_min(0.0)
+        distances = 0.5 * (distances + distances.T)
+        distances.fill_diagonal_(0.0)
+        options = dict(n_components=2, n_init=1, max_iter=300, random_state=0)
+        if "metric_mds" in inspect.signature(MDS).parameters:  # scikit-learn >= 1.8
+            mds = MDS(metric="precomputed", init="random", **options)
+        else:
+            mds = MDS(dissimilarity="precomputed", **options)
+        xy = mds.fit_transform(distances.numpy())  # (p + C, 2)
+        p = w.shape[0]
+        colours = np.array(["lightgray"] * p, dtype=object)
+        if highlight is not None and "feature" in truth:
+            cos = cosines(highlight, truth["feature"].unsqueeze(0)).squeeze(-1)
+            colours[(cos >= self.highlight_cos).numpy()] = "red"
+            colours[(-cos >= self.highlight_cos).numpy()] = "orange"
+        elif "centres" in truth:
+            best = cosines(w, truth["centres"]).argmax(dim=1)
+            colours = np.array([star_colours[c] for c in best.tolist()], dtype=object)
+        figure, axis = plt.subplots(figsize=(5, 5))
+        axis.scatter(xy[:p, 0], xy[:p, 1], s=8, c=list(colours), alpha=0.7, linewidths=0)
+        axis.scatter(xy[p:, 0], xy[p:, 1], s=220, c=star_colours, marker="*", edgecolors="black")
+        shown = list(dict.fromkeys(star_colours))
+        handles = [plt.Line2D([], [], marker="*", color=c, linestyle="", markersize=12) for c in shown]
+        axis.legend(handles, [legend[c] for c in shown], loc="upper right", fontsize=8)
+        axis.set_title(f"neurons (MDS of cosine distances), step {step}")
+        axis.set_xticks([])
+        axis.set_yticks([])
+        figure.tight_layout()
+        figure.canvas.draw()
+        rgba = np.asarray(figure.canvas.buffer_rgba())  # (H, W, 4)
+        image = torch.from_numpy(rgba[..., :3].copy()).permute(2, 0, 1)  # (3, H, W)
+        if not torch.isfinite(torch.as_tensor(xy)).all():
+            rank_zero_warn(f"FeatureAlignment: the MDS embedding at step {step} has non-finite points.")
+        return image, figure

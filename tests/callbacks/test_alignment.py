@@ -1,0 +1,124 @@
+import pytest
+import torch
+from pytorch_lightning.loggers import TensorBoardLogger
+
+from featlearn.callbacks import FeatureAlignment
+from featlearn.callbacks.alignment import centre_coverage, dictionary_snr, feature_alignment
+from featlearn.datamodules import BooleanXOR, GaussianMixture, SparseCoding
+from featlearn.models import TwoLayerNet
+
+
+def brute_cos(u, v):
+    return float(u @ v) / (float(u.norm()) * float(v.norm()))
+
+
+def test_feature_alignment_by_hand():
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(7, 5, generator=gen, dtype=torch.float64)
+    g = torch.randn(5, generator=gen, dtype=torch.float64)
+    w[3] = 2.5 * g  # one neuron exactly on +g
+    w[4] = -0.1 * g + 1e-9  # one (almost) on -g
+    got = feature_alignment(w, g, top=3, threshold=0.99)
+    cos = sorted((brute_cos(wi, g) for wi in w), reverse=True)
+    assert float(got["max_cos"]) == pytest.approx(cos[0]) == pytest.approx(1.0)
+    assert float(got["max_cos_neg"]) == pytest.approx(-cos[-1])
+    assert float(got["top_mean_cos"]) == pytest.approx(sum(cos[:3]) / 3)
+    assert float(got["frac_above_pos"]) == pytest.approx(sum(c > 0.99 for c in cos) / 7)
+    assert float(got["frac_above_neg"]) == pytest.approx(sum(-c > 0.99 for c in cos) / 7)
+
+
+def test_dictionary_snr_by_hand():
+    gen = torch.Generator().manual_seed(1)
+    q, _ = torch.linalg.qr(torch.randn(8, 6, generator=gen, dtype=torch.float64))  # M: (8, 6) orthonormal
+    relevant = torch.tensor([1, 4])
+    w = torch.randn(5, 8, generator=gen, dtype=torch.float64)
+    got = dictionary_snr(w, q, relevant)
+    snrs, fracs = [], []
+    for wi in w:
+        t = [float(wi @ q[:, j]) for j in range(6)]
+        on = [t[j] ** 2 for j in (1, 4)]
+        off = [t[j] ** 2 for j in (0, 2, 3, 5)]
+        snrs.append((sum(on) / 2) ** 0.5 / (sum(off) / 4) ** 0.5)
+        fracs.append(sum(on) / (sum(on) + sum(off)))
+    assert float(got["snr_max"]) == pytest.approx(max(snrs))
+    assert float(got["snr_median"]) == pytest.approx(float(torch.tensor(snrs).median()))
+    assert float(got["relevant_frac_mean"]) == pytest.approx(sum(fracs) / 5)
+
+
+def test_centre_coverage_by_hand():
+    centres = torch.tensor([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [1.0, 1.0, 0]], dtype=torch.float64)
+    w = torch.tensor([[2.0, 0.1, 0], [0, 0.5, 0.5], [1.0, 1.0, 0.01]], dtype=torch.float64)
+    got = centre_coverage(w, centres, threshold=0.9)
+    best = [max(brute_cos(wi, c) for wi in w) for c in centres]
+    assert float(got["centre_coverage"]) == pytest.approx(sum(b >= 0.9 for b in best) / 4)
+    assert float(got["centre_max_cos_mean"]) == pytest.approx(sum(best) / 4)
+
+
+def shi_model(dm, **kwargs):
+    return TwoLayerNet(
+        dm.input_dim,
+        16,
+        lr=0.05,
+        activation="truncated_relu",
+        bias=True,
+        output_scale="standard",
+        init="gaussian_symmetric",
+        sigma_w=0.2,
+        sigma_b=0.04,
+        sigma_a=1.0,
+        loss="hinge",
+        mean_field_gradient=False,
+        seed=0,
+        **kwargs,
+    )
+
+
+def test_callback_logs_direct_values_and_draws_mds_pictures(fit, tmp_path):
+    dm = SparseCoding(d=30, D=12, k=3, batch_size=64, test_size=64)
+    model = shi_model(dm, ensemble_size=2)
+    cb = FeatureAlignment(cadence=5, dense_until=3, mds_steps=[0, 2, -1])
+    logger = TensorBoardLogger(tmp_path, name="align")
+    fit(model, dm, 6, callbacks=[cb], logger=logger)
+    assert [h["step"] for h in cb.history] == [0, 1, 2, 3, 5, 6]
+    last = cb.history[-1]
+    truth = dm.ground_truth()
+    expected = torch.stack(
+        [feature_alignment(ws.double(), truth["feature"].double(), 10, 0.99)["max_cos"] for ws in model.net.w.detach()]
+    ).mean()
+    assert last["align/max_cos"] == pytest.approx(float(expected))
+    assert {"align/snr_median", "align/relevant_frac_mean", "align/frac_above_neg"} <= set(last)
+    assert sorted(cb.images) == [0, 2, 6]
+    image = cb.images[2]
+    assert image.dtype == torch.uint8 and image.shape[0] == 3 and image.float().std() > 0
+    pngs = sorted(p.name for p in (tmp_path / "align" / "version_0").glob("mds_step*.png"))
+    assert pngs == ["mds_step0.png", "mds_step2.png", "mds_step6.png"]
+
+
+def test_gaussian_mixture_coverage_and_picture(fit):
+    dm = GaussianMixture(d=12, k=2, sigma_r=0.5, batch_size=64, test_size=64)
+    model = TwoLayerNet(dm.input_dim, 16, lr=0.5, bias=True, output_scale="standard", mean_field_gradient=False, seed=0)
+    cb = FeatureAlignment(cadence=4, mds_steps=[-1])
+    fit(model, dm, 4, callbacks=[cb])
+    last = cb.history[-1]
+    assert 0.0 <= last["align/centre_coverage"] <= 1.0 and "align/max_cos" not in last
+    assert sorted(cb.images) == [4]
+
+
+def test_refuses_a_data_model_without_features(fit):
+    with pytest.raises(ValueError, match="needs a data model whose ground_truth"):
+        fit(TwoLayerNet(6, 4, lr=0.1, seed=0), BooleanXOR(dim=6, batch_size=8), 2, callbacks=[FeatureAlignment()])
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(cos_threshold=1.5), "cos_threshold"),
+        (dict(top=0), "top"),
+        (dict(dense_until=-1), "dense_until"),
+        (dict(mds_steps=[-3]), "mds_steps"),
+        (dict(cadence="sometimes"), "cadence"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        FeatureAlignment(**kwargs)
