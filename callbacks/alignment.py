@@ -262,10 +262,13 @@ class FeatureAlignment(DiagnosticCallback):
             colours = np.array([star_colours[c] for c in best.tolist()], dtype=object)
         figure, axis = plt.subplots(figsize=(5, 5))
         axis.scatter(xy[:p, 0], xy[:p, 1], s=8, c=list(colours), alpha=0.7, linewidths=0)
-        axis.scatter(xy[p:, 0], xy[p:, 1], s=220, c=star_colours, marker="*", edgecolors="black")
+        axis.scatter(xy[p:, 0], xy[p:, 1], s=220, c=star_colours, marker="*", edgecolors="black", zorder=3)
         shown = list(dict.fromkeys(star_colours))
         handles = [plt.Line2D([], [], marker="*", color=c, linestyle="", markersize=12) for c in shown]
-        axis.legend(handles, [legend[c] for c in shown], loc="upper right", fontsize=8)
+        # Below the axes: inside, it can hide a star sitting in a corner.
+        axis.legend(
+            handles, [legend[c] for c in shown], loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize=8
+        )
         axis.set_title(f"neurons (MDS of cosine distances), step {step}")
         axis.set_xticks([])
         axis.set_yticks([])

@@ -37,6 +37,7 @@ class TwoLayerNet(ScheduledSGDModule):
         width: p, the number of hidden neurons.
         lr: *schedule*, the learning rate eta of both layers.
         lr_w: *schedule*, eta_w for the first layer (w and b); defaults to ``lr``.
+        lr_b: *schedule*, a separate rate for the biases b; defaults to ``lr_w``.
         lr_a: *schedule*, eta_a for the second layer (a); defaults to ``lr``.
         weight_decay_w: *schedule*, lambda_w: the loss gains lambda_w ||W||_F^2.
         weight_decay_b: *schedule*, lambda_b: the loss gains lambda_b ||b||^2.
@@ -73,6 +74,7 @@ class TwoLayerNet(ScheduledSGDModule):
         width: int,
         lr: ScheduleSpec | None = None,
         lr_w: ScheduleSpec | None = None,
+        lr_b: ScheduleSpec | None = None,
         lr_a: ScheduleSpec | None = None,
         weight_decay_w: ScheduleSpec = 0.0,
         weight_decay_b: ScheduleSpec = 0.0,
@@ -124,7 +126,8 @@ class TwoLayerNet(ScheduledSGDModule):
         if train_first_layer:
             groups["w"] = ([self.net.w], rate(lr_w, "lr_w"), as_schedule(weight_decay_w, "model.weight_decay_w"))
             if bias:
-                groups["b"] = ([self.net.b], groups["w"][1], as_schedule(weight_decay_b, "model.weight_decay_b"))
+                bias_rate = groups["w"][1] if lr_b is None else as_schedule(lr_b, "model.lr_b")
+                groups["b"] = ([self.net.b], bias_rate, as_schedule(weight_decay_b, "model.weight_decay_b"))
         else:
             self.net.w.requires_grad_(False)
             if bias:

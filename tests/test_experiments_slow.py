@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from featlearn.callbacks import XORPhaseDiagnostics
+from featlearn.callbacks import FeatureAlignment, XORPhaseDiagnostics
 from featlearn.cli import build_cli
 
 from .conftest import CONFIGS
@@ -60,3 +60,46 @@ def test_rotated_basis_learns_the_same_way(tmp_path):
     b_plain, b_rot = plain.boundary_steps[0], rotated.boundary_steps[0]
     assert b_plain is not None and b_rot is not None
     assert 0.6 <= b_rot / b_plain <= 1.6
+
+
+def run_shi(tmp_path, name, *overrides):
+    cli = build_cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "experiments" / f"{name}.yaml"),
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.logger.init_args.save_dir",
+            str(tmp_path),
+            "--trainer.default_root_dir",
+            str(tmp_path),
+            *overrides,
+        ]
+    )
+    alignment = next(cb for cb in cli.trainer.callbacks if isinstance(cb, FeatureAlignment))
+    return cli, {h["step"]: h for h in alignment.history}, alignment
+
+
+def test_shi_parity_learns_the_feature_in_two_steps(tmp_path):
+    """E.1.1: the paper reports 100% test accuracy and Cos Similarity 0.997."""
+    cli, history, alignment = run_shi(tmp_path, "shi_parity")
+    assert history[2]["align/max_cos"] >= 0.99
+    assert history[0]["align/max_cos"] < 0.5  # not aligned at initialisation
+    assert cli.trainer.callback_metrics["test/error"] <= 0.01
+    assert sorted(alignment.images) == [0, 1, 2, 600]
+    assert len(list(tmp_path.glob("shi_parity/version_0/mds_step*.png"))) == 4
+
+
+def test_shi_parity_without_structure_stays_near_chance(tmp_path):
+    """E.1.1 w/o structure: the paper reports 52% test accuracy."""
+    cli, history, _ = run_shi(tmp_path, "shi_parity_nostructure", "--model.init_args.width", "200")
+    assert 0.4 <= cli.trainer.callback_metrics["test/error"] <= 0.6
+    assert history[2]["align/max_cos"] < 0.5
+
+
+def test_shi_interval(tmp_path):
+    """E.1.2: the paper reports 100% test accuracy and Cos Similarity 1.00."""
+    cli, history, _ = run_shi(tmp_path, "shi_interval")
+    assert history[2]["align/max_cos"] >= 0.99
+    assert cli.trainer.callback_metrics["test/error"] <= 0.01

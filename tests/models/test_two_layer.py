@@ -296,3 +296,19 @@ def test_noise_mode_expectation_trains_deterministically(fit):
     assert torch.equal(run(), run())
     with pytest.raises(ValueError, match="model.noise_mode"):
         TwoLayerNet(8, 6, lr=0.3, noise_mode="mean")
+
+
+def test_bias_rate_can_differ_from_the_first_layer_rate(fit):
+    model = TwoLayerNet(
+        8, 6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+    )
+    fit(model, BooleanXOR(dim=8, batch_size=32), 1)
+    b1, w1 = model.net.b.detach().clone(), model.net.w.detach().clone()
+    again = TwoLayerNet(
+        8, 6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+    )
+    fit(again, BooleanXOR(dim=8, batch_size=32), 3)
+    assert torch.equal(again.net.b, b1) and not torch.equal(again.net.w, w1)
+    assert again.scheduled_values(2)["lr_b"] == 0.0 and again.scheduled_values(2)["lr_w"] == 0.3
+    with pytest.raises(ValueError, match="model.lr_b"):
+        TwoLayerNet(8, 6, lr=0.3, lr_b=-1.0, bias=True)
