@@ -70,8 +70,8 @@ def _yaml_value(value) -> str:
 # Lemma 23's two steps, then a classifier on the fixed features (Section 5.1's last
 # stage). The paper states no rates for its simulations: eta_1 = 1e-3 is our choice
 # (Lemma 23's gamma^2 sigma~/(k m^3) is far below float32 resolution at m = 300),
-# and eta_a = 1000 for steps >= 3 because the features after step 2 are small
-# (|w_i| ~ 0.1 at E.1.1); eta_w = 0 from step 3 holds the learned features.
+# and eta_a = 1000 x 600/width for steps >= 3 because the features after step 2 are
+# small (|w_i| ~ 0.1 at E.1.1); eta_w = 0 from step 3 holds the learned features.
 # lambda_b follows lambda_w in step 2 (Lemma 23 names lambda_a, lambda_w only; Appendix
 # line "lambda_b^(1) = 0" fixes step 1): the biases are forgotten like the weights,
 # which made step 3+ converge in our runs; with lambda_b^(2) = 0 the old biases
@@ -130,13 +130,18 @@ init_args:
 
 
 def process_yaml(
-    data: dict, width: int, structure: bool = True, classifier_lr: float = 1000.0, keep_bias: bool = False
+    data: dict, width: int, structure: bool = True, classifier_lr: float | None = None, keep_bias: bool = False
 ) -> str:
     """The model block (class_path + init_args) of the paper's process for ``data``."""
     from featlearn.datamodules import SparseCoding
 
     probe = SparseCoding(**data)  # the structured distribution defines sigma_a
     k, sigma, gamma = probe.k, probe.sigma_tilde, probe.gamma
+    if classifier_lr is None:
+        # One step moves f = sum_i a_i h_i by about width * eta_a * E h^2: keep
+        # width * eta_a at E.1.1's 600 * 1000 (E.2.3's m = 50 needed it: 69.6% at
+        # eta_a = 300, 99.8% at 3000 and up).
+        classifier_lr = 1000.0 * 600 / width
     of = "" if structure else " (of the structured data)"
     if gamma > 1e-3:
         sigma_a = sigma**2 / (gamma * k**2)
