@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import pytorch_lightning as pl
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -119,19 +118,9 @@ def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
         GaussianMixture(**kwargs)
 
 
-def test_short_training_run(tmp_path):
+def test_short_training_run(fit):
     dm = GaussianMixture(d=25, k=4, sigma_r=0.7, batch_size=32, val_size=64, test_size=64)
     model = TwoLayerNet(input_dim=dm.input_dim, width=8, lr=0.1)
-    trainer = pl.Trainer(
-        max_steps=3,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        limit_val_batches=0,
-        enable_model_summary=False,
-        default_root_dir=tmp_path,
-    )
-    trainer.fit(model, dm)
+    trainer = fit(model, dm, 3)
     assert trainer.global_step == 3
     assert all(torch.isfinite(p).all() for p in model.parameters())
