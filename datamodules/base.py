@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from featlearn.schedules import ScheduleSpec, as_schedule
-from featlearn.seeding import TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
+from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
 
 
 class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
@@ -165,18 +165,32 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         if self.train_size is None:
             return self._draw_members(size, TRAIN_BATCH, step, device)
         x_all, y_all = self.train_set()  # (S, n, d), (S, n)
-        n = self.train_size
-        if size >= n:
+        idx = self.train_batch_indices(step)  # (S, B)
+        if idx is None:
             return x_all, y_all
-        idx = torch.stack(
+        return torch.gather(x_all, 1, idx.unsqueeze(-1).expand(-1, -1, x_all.shape[-1])), torch.gather(y_all, 1, idx)
+
+    def train_batch_indices(self, step: int) -> Tensor | None:
+        """Finite-sample mode: the training-set indices (S, B) of step ``step``'s batch.
+
+        ``None`` when the batch is the whole training set (``batch_size(step) >= n``).
+
+        Raises:
+            RuntimeError: In online mode, where batches are fresh draws.
+        """
+        if self.train_size is None:
+            raise RuntimeError("data.train_size is null (online sampling): batches have no training-set indices.")
+        n, size, device = self.train_size, self.batch_size(step), self.device
+        if size >= n:
+            return None
+        return torch.stack(
             [
                 torch.randperm(
                     n, generator=self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device=device
                 )[:size]
-                for s in range(x_all.shape[0])
+                for s in range(self.ensemble_size)
             ]
         )  # (S, B)
-        return torch.gather(x_all, 1, idx.unsqueeze(-1).expand(-1, -1, x_all.shape[-1])), torch.gather(y_all, 1, idx)
 
     def train_set(self) -> tuple[Tensor, Tensor]:
         """The finite training set, drawn once: x (S, n, d), y (S, n)."""
@@ -187,6 +201,30 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         if cached is None or cached[0].device != device or cached[0].shape[0] != members:
             self._train_sets = self._draw_members(self.train_size, TRAIN_SET, 0, device)
         return self._train_sets
+
+    def probe_set(self, n: int) -> tuple[Tensor, Tensor]:
+        """A fixed sample to fit a classifier on frozen features: x (S, n', d), y (S, n').
+
+        The training set in finite-sample mode (``n`` is then ignored); in online mode
+        ``n`` samples drawn once from their own stream (they are fresh draws from the
+        same distribution as the training batches).
+        """
+        if self.train_size is not None:
+            return self.train_set()
+        return self._draw_members(n, PROBE_SET, 0, self.device)
+
+    def structure_free_overrides(self) -> dict:
+        """``init_args`` that turn this data model into its variant *without input structure*.
+
+        Shi et al. (2022) compare every method on data whose labels are unchanged but
+        whose inputs lose the structure the theory relies on (their Theorem 4). A
+        data model with such a variant overrides this; ``featlearn compare`` uses it
+        for the "w/o structure" columns.
+
+        Raises:
+            NotImplementedError: This data model has no structure-free variant.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no variant without input structure.")
 
     def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
         """The validation (``"val"``) or test (``"test"``) set: x (S, n, d), y (S, n)."""

@@ -98,6 +98,11 @@ class Schedule:
         self._cursor = 0  # index of the segment that served the last call
 
     @property
+    def is_zero(self) -> bool:
+        """Whether the schedule is 0 at every step."""
+        return all(seg.value == 0 and seg.end_value in (None, 0) for seg in self.segments)
+
+    @property
     def last_step(self) -> int | None:
         """The last step the schedule covers, or None if its last segment is open-ended."""
         return self.segments[-1].end

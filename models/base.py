@@ -115,17 +115,24 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         optimizer = self.optimizers()
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(objective)
+        self._step_optimizer(optimizer, step)
+        self._after_update(losses.detach(), step, batch_size=x.shape[1])
+        return objective.detach()
+
+    def _step_optimizer(self, optimizer, step: int) -> None:
+        """Set every group's rate c * eta_g(step) and take the SGD step on the gradients in place."""
         scale = self.gradient_scale()
         for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values(), strict=True):
             group["lr"] = scale * lr(step)
         optimizer.step()
 
+    def _after_update(self, losses: Tensor, step: int, batch_size: int) -> None:
+        """Track divergence (without a host sync) and log on Lightning's cadence; losses (S,)."""
         finite = torch.isfinite(losses).all()
         self._first_bad_step.copy_(torch.where((self._first_bad_step == 0) & ~finite, step, self._first_bad_step))
         if step % self.trainer.log_every_n_steps == 0:
             self._raise_if_diverged()
-            self._log_train(losses.detach(), step, batch_size=x.shape[1])
-        return objective.detach()
+            self._log_train(losses, step, batch_size=batch_size)
 
     def on_train_end(self) -> None:  # noqa: D102
         self._raise_if_diverged()
@@ -167,6 +174,16 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """Per-member loss and 0-1 error (a zero output counts as an error): (S,), (S,)."""
         f = self.scores(x)
         return self.member_losses(f, y), (y * f <= 0).to(f.dtype).mean(dim=1)
+
+    @torch.no_grad()
+    def evaluate_dataset(self, x: Tensor, y: Tensor, chunk: int = 65536) -> tuple[Tensor, Tensor]:
+        """:meth:`evaluate` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,)."""
+        losses, errors = 0.0, 0.0
+        for i in range(0, x.shape[1], chunk):
+            loss, error = self.evaluate(x[:, i : i + chunk], y[:, i : i + chunk])
+            weight = y[:, i : i + chunk].shape[1]
+            losses, errors = losses + loss * weight, errors + error * weight
+        return losses / x.shape[1], errors / x.shape[1]
 
     def _eval_step(self, batch: tuple[Tensor, Tensor], split: str) -> None:
         x, y = batch

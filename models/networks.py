@@ -45,6 +45,26 @@ SMOOTHED_ACTIVATIONS: dict[str, Callable[[Tensor, float], Tensor]] = {
     "truncated_relu": lambda z, std: _smoothed_relu(z, std) - _smoothed_relu(z - 1.0, std),
     "quadratic": lambda z, std: z * z + std * std,
 }
+
+
+def _smoothed_step(z: Tensor, std: float) -> Tensor:
+    """d/dz E max(0, z + xi) = Phi(z/s) for xi ~ N(0, s^2)."""
+    return torch.special.ndtr(z / std)
+
+
+#: sigma'(z) by activation name, with sigma'(0) = 0 for the ReLUs (footnote 3 of
+#: Glasgow 2023) and the truncated ReLU's derivative 1 on (0, 1), 0 elsewhere.
+ACTIVATION_DERIVATIVES: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": lambda z: (z > 0).to(z.dtype),
+    "truncated_relu": lambda z: ((z > 0) & (z < 1)).to(z.dtype),
+    "quadratic": lambda z: 2.0 * z,
+}
+#: d/dz E_xi sigma(z + xi), the derivative of :data:`SMOOTHED_ACTIVATIONS`.
+SMOOTHED_DERIVATIVES: dict[str, Callable[[Tensor, float], Tensor]] = {
+    "relu": _smoothed_step,
+    "truncated_relu": lambda z, std: _smoothed_step(z, std) - _smoothed_step(z - 1.0, std),
+    "quadratic": lambda z, std: 2.0 * z,
+}
 INITS = ("sphere", "gaussian_symmetric")
 
 
@@ -110,14 +130,26 @@ class TwoLayerNetwork(nn.Module):
         Returns:
             f of shape (S, B).
         """
-        if x.dim() == 2:
-            x = x.unsqueeze(0).expand(self.ensemble_size, -1, -1)
-        z = self.preactivation(x)  # (S, B, p)
-        if noise is not None:
-            z = z + noise
-        h = SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)  # (S, B, p)
+        h = self.hidden(x, noise, smoothing_std)  # (S, B, p)
         # A broadcast product and sum beats bmm with a single column on the CPU.
         return (h * self.a.unsqueeze(1)).sum(dim=-1) * self.scale  # (S, B)
+
+    def hidden(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
+        """The hidden features sigma(w_j . x + b_j (+ xi)): x (S, B, d) or (B, d) -> (S, B, p)."""
+        z = self.preactivation(self._per_member(x))  # (S, B, p)
+        if noise is not None:
+            z = z + noise
+        return SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)
+
+    def activation_derivative(self, z: Tensor, smoothing_std: float = 0.0) -> Tensor:
+        """sigma'(z) (or the smoothed activation's derivative when ``smoothing_std`` > 0)."""
+        if smoothing_std > 0:
+            return SMOOTHED_DERIVATIVES[self.activation](z, smoothing_std)
+        return ACTIVATION_DERIVATIVES[self.activation](z)
+
+    def _per_member(self, x: Tensor) -> Tensor:
+        """Broadcast x (B, d) shared by all members to (S, B, d); (S, B, d) is unchanged."""
+        return x.unsqueeze(0).expand(self.ensemble_size, -1, -1) if x.dim() == 2 else x
 
     @torch.no_grad()
     def init_sphere_(self, scale: float, generators: list[torch.Generator]) -> None:

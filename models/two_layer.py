@@ -180,27 +180,39 @@ class TwoLayerNet(ScheduledSGDModule):
 
     def training_output(self, x: Tensor, step: int) -> Tensor:
         """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2)."""
+        noise, smoothing_std = self.step_noise(x, step)
+        return self.net(x, noise, smoothing_std)
+
+    def step_noise(self, x: Tensor, step: int) -> tuple[Tensor | None, float]:
+        """The pre-activation noise of ``step`` for inputs x (S, B, d).
+
+        Returns:
+            ``(xi, 0)`` with xi (S, B, p) drawn from member s's noise stream of the step
+            (``noise_mode: sample``), ``(None, sigma_xi)`` for ``noise_mode: expectation``,
+            or ``(None, 0)`` when sigma_xi(t) = 0.
+        """
         std = self.noise_std(step)
-        if std > 0 and self.noise_mode == "expectation":
-            return self.net(x, smoothing_std=std)
-        noise = None
-        if std > 0:
-            shape = (x.shape[1], self.net.width)  # (B, p) per member
-            noise = (
-                torch.stack(
-                    [
-                        torch.randn(
-                            shape,
-                            generator=self._generators.get(x.device, self.seed + s, NOISE, step),
-                            device=x.device,
-                            dtype=x.dtype,
-                        )
-                        for s in range(self.ensemble_size)
-                    ]
+        if std <= 0:
+            return None, 0.0
+        if self.noise_mode == "expectation":
+            return None, std
+        shape = (x.shape[1], self.net.width)  # (B, p) per member
+        noise = torch.stack(
+            [
+                torch.randn(
+                    shape,
+                    generator=self._generators.get(x.device, self.seed + s, NOISE, step),
+                    device=x.device,
+                    dtype=x.dtype,
                 )
-                * std
-            )  # (S, B, p)
-        return self.net(x, noise)
+                for s in range(self.ensemble_size)
+            ]
+        )  # (S, B, p)
+        return noise * std, 0.0
+
+    def first_layer_features(self) -> Tensor | None:
+        """The learned feature directions w (S, p, d) that alignment metrics compare to the truth."""
+        return self.net.w.detach()
 
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x)
