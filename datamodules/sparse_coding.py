@@ -713,6 +713,12 @@ class SparseCoding(SyntheticDataModule):
             x = x + t["noise"] * torch.randn(n, self.d, generator=generator, device=device, dtype=self.dtype)
         return x, y, phi
 
+    def structure_free_overrides(self) -> dict:
+        """``{"structure": False}``: the same labeling on uniform phi~ (assumption A1')."""
+        if self.patterns == "hidden_representation":
+            return super().structure_free_overrides()
+        return {"structure": False}
+
     def ground_truth(self) -> dict[str, Tensor]:
         """``feature`` = sum_{j in A} M_j (d,), ``dictionary`` = M (d, D), ``relevant`` = A (k,) long."""
         s = self._structure_tensors()

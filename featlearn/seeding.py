@@ -22,6 +22,7 @@ TEST_SET = 4
 NOISE = 5
 INIT = 6
 STRUCTURE = 7
+PROBE_SET = 8
 
 
 def _splitmix64(x: int) -> int:

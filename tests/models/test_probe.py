@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from featlearn.datamodules import SparseCoding
+from featlearn.models import SteppedFeatureProbe, TwoLayerNet
+
+from .test_linearized import SHI_NET
+
+
+def data_model(**kwargs):
+    options = dict(d=16, D=8, k=3, train_size=400, test_size=200, val_size=0, batch_size=100, seed=2)
+    return SparseCoding(**{**options, **kwargs})
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_probe_first_layer_is_the_networks_after_k_steps(fit, steps):
+    net = TwoLayerNet(16, 12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET)
+    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET)
+    fit(net, data_model(), steps)
+    fit(probe, data_model(), steps)
+    torch.testing.assert_close(probe.net.w, net.net.w)
+    torch.testing.assert_close(probe.net.b, net.net.b)
+    assert int(probe.probed_at) == steps
+
+
+def test_probe_is_the_converged_logistic_regression(fit):
+    """The probe's classifier equals scikit-learn's on the same standardised features and objective."""
+    data = data_model()
+    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, ensemble_size=2, probe_l2=1e-2, probe_tol=1e-9, **SHI_NET)
+    fit(probe, data, 2)
+    x, y = data.train_set()  # (S, n, d), (S, n)
+    n = x.shape[1]
+    with torch.no_grad():
+        hidden, scores = probe.net.hidden(x).double(), probe.scores(x).double()  # (S, n, p), (S, n)
+    for s in range(2):
+        h = hidden[s].numpy()
+        mu, sd = h.mean(0), h.std(0)
+        sd = np.where(sd > 1e-12, sd, 1.0)
+        u = (h - mu) / sd
+        # sklearn minimises C sum_i log(1 + e^{-y_i f_i}) + ||v||^2 / 2: the same problem with C = 1 / (lambda n).
+        reference = LogisticRegression(C=1.0 / (1e-2 * n), tol=1e-10, max_iter=10_000).fit(u, y[s].numpy())
+        expected = reference.decision_function(u)  # (n,)
+        np.testing.assert_allclose(scores[s].numpy(), expected, rtol=1e-4, atol=1e-4)
+    assert probe.probe_report["grad_max"] <= 1e-9
+    assert probe.probe_report["train_error"] == pytest.approx(
+        float((y * probe.scores(x) <= 0).double().mean()), abs=1e-12
+    )
+
+
+def test_probe_warns_when_the_stopping_rule_is_not_met(fit):
+    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, probe_max_iter=1, probe_tol=1e-12, **SHI_NET)
+    with pytest.warns(UserWarning, match="probe_max_iter"):
+        fit(probe, data_model(), 1)
+
+
+def test_probe_in_online_mode_fits_on_its_own_fixed_sample(fit):
+    data = data_model(train_size=None)
+    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, probe_samples=300, **SHI_NET)
+    fit(probe, data, 1)
+    x, _ = data.probe_set(300)
+    assert x.shape == (1, 300, 16)
+    torch.testing.assert_close(data.probe_set(300)[0], x)  # drawn once, reproducibly
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ({"probe_l2": -1.0}, "probe_l2"),
+        ({"probe_max_iter": 0}, "probe_max_iter"),
+        ({"probe_tol": 0.0}, "probe_tol"),
+        ({"probe_samples": 0}, "probe_samples"),
+    ],
+)
+def test_probe_rejects_bad_settings(override, match):
+    with pytest.raises(ValueError, match=f"model.{match}"):
+        SteppedFeatureProbe(16, 12, lr=0.2, **SHI_NET, **override)
