@@ -182,12 +182,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             metrics[f"phase/gamma_{name}"] = gamma[:, k].mean()
 
         if self.evaluate_test and trainer.datamodule.test_size > 0:
-            losses, errors, total = 0.0, 0.0, 0
-            for x, y in trainer.datamodule.test_dataloader():
-                loss, error = pl_module.evaluate(x, y)
-                losses, errors, total = losses + loss * x.shape[1], errors + error * x.shape[1], total + x.shape[1]
-            metrics["phase/test_loss"] = (losses / total).mean()
-            metrics["phase/test_error"] = (errors / total).mean()
+            data = trainer.datamodule
+            loss, error = pl_module.evaluate_dataset(*data.eval_set("test"), chunk=data.eval_batch_size)
+            metrics["phase/test_loss"] = loss.mean()
+            metrics["phase/test_error"] = error.mean()
 
         reached = coverage.min(dim=1).values >= self.boundary_fraction  # (S,)
         for s, hit in enumerate(reached.tolist()):

@@ -1,0 +1,62 @@
+"""Held-out accuracy curves: the test accuracy of every method against the update step."""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+
+from featlearn.callbacks.base import DiagnosticCallback
+
+
+class HeldOutAccuracy(DiagnosticCallback):
+    r"""Logs the accuracy on the data model's test set (a population estimate), in percent.
+
+    .. math::  \mathrm{acc}_s(t) = \frac{100}{n} \sum_{i=1}^{n} \mathbf 1\{y_i f_s(x_i; \theta_t) > 0\}
+
+    for each ensemble member s (a zero output counts as an error), written as
+    ``heldout/test_acc`` (mean over members), ``heldout/test_acc_min`` and
+    ``heldout/test_acc_max``, and ``heldout/test_loss``. ``featlearn compare`` gives
+    every method the same tag in its own run folder, so TensorBoard draws all methods
+    on one chart (as in Figures 1, 5, 7, 9, 11, 13 of Shi et al. 2022).
+
+    Args:
+        cadence: ``"log"`` or every N steps (the last step is always included).
+        points_per_decade: Density of the log-spaced cadence.
+        dense_until: Also evaluate every step up to this one.
+        split: ``"test"`` or ``"val"``.
+    """
+
+    def __init__(
+        self, cadence: str | int = "log", points_per_decade: int = 20, dense_until: int = 10, split: str = "test"
+    ) -> None:
+        super().__init__(cadence=cadence, points_per_decade=points_per_decade)
+        if isinstance(dense_until, bool) or not isinstance(dense_until, int) or dense_until < 0:
+            raise ValueError(f"dense_until must be an integer >= 0, got {dense_until!r}.")
+        if split not in ("test", "val"):
+            raise ValueError(f"split must be 'test' or 'val', got {split!r}.")
+        self.dense_until = dense_until
+        self.split = split
+        #: Per-member accuracies (%) by step: step -> (S,) on the CPU.
+        self.member_accuracy: dict[int, torch.Tensor] = {}
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        super().on_fit_start(trainer, pl_module)
+        size = getattr(trainer.datamodule, f"{self.split}_size", 0)
+        if not size:
+            raise ValueError(f"HeldOutAccuracy needs data.{self.split}_size > 0, got {size!r}.")
+
+    def is_due(self, step: int) -> bool:  # noqa: D102
+        return step <= self.dense_until or super().is_due(step)
+
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
+        data = trainer.datamodule
+        loss, error = pl_module.evaluate_dataset(*data.eval_set(self.split), chunk=data.eval_batch_size)
+        accuracy = 100.0 * (1.0 - error)  # (S,)
+        self.member_accuracy[step] = accuracy.detach().cpu()
+        tag = f"heldout/{self.split}"
+        return {
+            f"{tag}_acc": accuracy.mean(),
+            f"{tag}_acc_min": accuracy.min(),
+            f"{tag}_acc_max": accuracy.max(),
+            f"{tag}_loss": loss.mean(),
+        }
