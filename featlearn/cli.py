@@ -2,14 +2,16 @@
 
 ``featlearn fit --config configs/experiments/glasgow_xor.yaml`` builds the data model,
 the learner, the trainer and its callbacks from the config, trains, then evaluates
-the test set. ``configs/base.yaml`` (trainer defaults, logger, cadence) is loaded
-first when the repository's ``configs/`` folder is present; later ``--config`` files
-and command-line flags override it.
+the test set. ``featlearn compare --config ... --seeds 5 --out DIR`` runs several
+methods on one experiment (see :mod:`featlearn.compare`). ``configs/base.yaml``
+(trainer defaults, logger, cadence) is loaded first when the repository's ``configs/``
+folder is present; later ``--config`` files and command-line flags override it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -90,7 +92,17 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``featlearn`` console script and ``python -m featlearn``."""
+    """Entry point of the ``featlearn`` console script and ``python -m featlearn``.
+
+    ``featlearn compare ...`` runs :mod:`featlearn.compare`; every other subcommand
+    (fit, validate, test, predict) is the LightningCLI's.
+    """
+    args = sys.argv[1:] if args is None else list(args)
+    if args and args[0] == "compare":
+        from featlearn.compare import main as compare_main
+
+        compare_main(args[1:])
+        return
     build_cli(args)
 
 

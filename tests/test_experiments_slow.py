@@ -103,3 +103,29 @@ def test_shi_interval(tmp_path):
     cli, history, _ = run_shi(tmp_path, "shi_interval")
     assert history[2]["align/max_cos"] >= 0.99
     assert cli.trainer.callback_metrics["test/error"] <= 0.01
+
+
+def test_shi_table_1_comparison_over_five_seeds(tmp_path):
+    """Issue 4's checks on E.1.1 (Table 1): who learns parity, over 5 seeds (about 10 minutes)."""
+    from featlearn.compare import compare
+
+    results = compare(
+        ["--config", str(CONFIGS / "experiments" / "shi_parity.yaml"), "--seeds", "5", "--out", str(tmp_path)]
+    )
+
+    def mean(method, metric):
+        values = results[method][metric]
+        assert len(values) == 5
+        return sum(values) / 5
+
+    assert mean("Network", "test_acc") >= 99 and mean("Two Step", "test_acc") >= 99
+    assert mean("NTK", "test_acc") <= 90 and mean("RF", "test_acc") <= 90
+    assert mean("One Step", "test_acc") <= mean("Two Step", "test_acc") - 10
+    assert mean("Network w/o structure", "test_acc") <= 60
+    # Cos Similarity: the network's neurons find sum_A M_j; random features and the
+    # structure-free run do not; the NTK has no learned first layer.
+    assert mean("Network", "cos_similarity") >= 0.99 and mean("Two Step", "cos_similarity") >= 0.99
+    assert mean("Network w/o structure", "cos_similarity") < 0.5
+    assert mean("RF", "cos_similarity") < mean("Network w/o structure", "cos_similarity")
+    assert results["NTK"]["cos_similarity"] is None
+    assert (tmp_path / "table.md").is_file() and (tmp_path / "table.csv").is_file()

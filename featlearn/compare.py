@@ -1,0 +1,369 @@
+"""``featlearn compare``: every method of a comparison on one experiment, over several seeds.
+
+Shi, Wei, Liang (2022, Appendix E) compare the trained network against linear
+models on fixed features and against the same network on data without input
+structure. This command runs such a comparison from one experiment config::
+
+    featlearn compare --config configs/experiments/shi_parity.yaml --seeds 5 --out DIR
+
+* **Methods** come from a methods file (default ``configs/compare/shi.yaml``): each
+  is a set of overrides of the experiment config, written in the config's own shape
+  (``model``, ``data``, ``trainer``), plus ``without_structure: true`` for the data
+  model's structure-free variant (:meth:`SyntheticDataModule.structure_free_overrides`).
+  The merged config of each method is saved as ``DIR/methods/<method>/config.yaml``
+  and can be run alone with ``featlearn fit --config``.
+* **Seeds** run as one vectorised ensemble per method: seed s is ensemble member s,
+  initialised from ``model.seed + s`` (the global seed by default) and trained on
+  data stream ``data.seed + s``; the distribution itself (dictionary, relevant set)
+  is the config's, shared by all seeds. Every method sees the same data streams and
+  starts from the same initial weights.
+* **Outputs**: ``DIR/table.md`` (the paper's layout: rows Train Acc, Test Acc, Cos
+  Similarity; one column per method; mean ± std over seeds), ``DIR/table.csv``
+  (``method,metric,mean,std,n_seeds``, accuracies in percent, std with ddof 1,
+  empty where undefined), ``DIR/run_times.csv``, and TensorBoard runs under
+  ``DIR/tensorboard/<method>`` that all log ``heldout/test_acc`` so TensorBoard
+  draws every method on one chart.
+* **Resuming**: each finished method leaves ``DIR/methods/<method>/result.json``
+  with a digest of its config; a re-run reuses every finished method whose config
+  is unchanged and runs the rest. A method whose config changed stops the command
+  (use a new ``--out`` or ``--overwrite``).
+
+Metrics, per seed: train accuracy on the finite training set (NA in online mode,
+where there is none), test accuracy on the data model's test set, and Cos Similarity
+max_i cos(w_i, sum_{j in A} M_j) of the final first layer (NA where the model has no
+learned first-layer features, as for the NTK, or the data model no ``feature``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import hashlib
+import json
+import math
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from featlearn.cli import CONFIG_DIR
+
+#: The default methods file: Table 1 of Shi et al. (2022).
+DEFAULT_METHODS = CONFIG_DIR / "compare" / "shi.yaml"
+#: Table rows: (csv metric name, row label, decimals).
+METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
+_METHOD_KEYS = {"model", "data", "trainer", "without_structure"}
+
+
+@dataclass
+class Method:
+    """One column of the comparison: overrides of the experiment config."""
+
+    name: str
+    overrides: dict = field(default_factory=dict)
+    without_structure: bool = False
+
+    @property
+    def slug(self) -> str:
+        """A folder name: ``Network w/o structure`` -> ``network_w_o_structure``."""
+        return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_")
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Mappings merge key by key (recursively); any other override value replaces the base's."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _load_yaml(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist: give the path of a YAML file.")
+    content = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"{what} {str(path)!r} must hold a mapping at top level, got {type(content).__name__}.")
+    return content
+
+
+def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
+    """Read a methods file: ``methods: {name: {model: ..., data: ..., trainer: ..., without_structure: bool}}``.
+
+    Args:
+        path: The YAML file.
+        only: Keep these methods (by name), in the file's order.
+
+    Raises:
+        ValueError: On an unknown key, a non-mapping entry, or an unknown name in ``only``.
+    """
+    content = _load_yaml(path, "--methods")
+    entries = content.get("methods")
+    if not isinstance(entries, dict) or not entries:
+        raise ValueError(f"--methods {str(path)!r} needs a non-empty mapping 'methods: {{name: overrides}}'.")
+    methods = []
+    for name, spec in entries.items():
+        spec = {} if spec is None else spec
+        if not isinstance(spec, dict):
+            raise ValueError(f"Method {name!r} in {str(path)!r} must be a mapping of overrides, got {spec!r}.")
+        unknown = set(spec) - _METHOD_KEYS
+        if unknown:
+            raise ValueError(
+                f"Method {name!r} in {str(path)!r} has unknown keys {sorted(unknown)}; allowed: {sorted(_METHOD_KEYS)}."
+            )
+        without = spec.pop("without_structure", False)
+        if not isinstance(without, bool):
+            raise ValueError(f"Method {name!r}: without_structure must be true or false, got {without!r}.")
+        methods.append(Method(str(name), spec, without))
+    slugs = [m.slug for m in methods]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")
+    if only:
+        names = {m.name for m in methods}
+        missing = [n for n in only if n not in names]
+        if missing:
+            raise ValueError(f"--only names {missing} are not in {str(path)!r}; its methods are {sorted(names)}.")
+        methods = [m for m in methods if m.name in only]
+    return methods
+
+
+# ---------------------------------------------------------------------- one method
+def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path) -> dict:
+    """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
+    config = deep_merge(experiment, method.overrides)
+    if seed is not None:
+        config["seed_everything"] = seed
+    if method.without_structure:
+        data = config.get("data")
+        if not isinstance(data, dict) or "class_path" not in data:
+            raise ValueError(f"Method {method.name!r} needs the experiment config to give data.class_path.")
+        overrides = _structure_free_overrides(config)
+        config["data"] = deep_merge(data, {"init_args": overrides})
+    model = config.setdefault("model", {})
+    model.setdefault("init_args", {})["ensemble_size"] = seeds
+    trainer = config.setdefault("trainer", {})
+    trainer["logger"] = {
+        "class_path": "pytorch_lightning.loggers.TensorBoardLogger",
+        "init_args": {"save_dir": str(out / "tensorboard"), "name": method.slug, "version": ""},
+    }
+    trainer["enable_progress_bar"] = False
+    trainer["enable_model_summary"] = False
+    key = "callbacks" if "callbacks" in trainer and "callbacks+" not in trainer else "callbacks+"
+    trainer[key] = list(trainer.get(key) or []) + [{"class_path": "HeldOutAccuracy"}]
+    return config
+
+
+def _structure_free_overrides(config: dict) -> dict:
+    """Ask the configured data model for its ``init_args`` without input structure."""
+    from featlearn.cli import build_cli
+
+    with _temporary_config(config) as path:
+        cli = build_cli(["--config", str(path), "--trainer.logger", "false"], run=False)
+    try:
+        return cli.datamodule.structure_free_overrides()
+    except NotImplementedError as err:
+        raise ValueError(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
+
+
+class _temporary_config:  # noqa: N801 (a context manager used like a function)
+    def __init__(self, config: dict) -> None:
+        import tempfile
+
+        self._dir = tempfile.TemporaryDirectory()
+        self.path = Path(self._dir.name) / "config.yaml"
+        self.path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        self._dir.cleanup()
+
+
+def run_method(config_path: Path) -> dict:
+    """Train one method's ensemble with ``featlearn fit`` and measure it per seed.
+
+    Returns:
+        ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
+        "steps": int}`` with one value per seed.
+    """
+    import torch
+
+    from featlearn.callbacks.alignment import feature_alignment
+    from featlearn.cli import build_cli
+
+    argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
+    try:
+        cli = build_cli(["fit", "--config", str(config_path), "--test_after_fit", "false"])
+    finally:
+        sys.argv = argv
+    trainer, model, data = cli.trainer, cli.model, cli.datamodule
+    if trainer.interrupted:
+        raise KeyboardInterrupt
+    if trainer.max_steps and trainer.global_step < trainer.max_steps:
+        raise RuntimeError(
+            f"Training stopped at step {trainer.global_step} of trainer.max_steps = {trainer.max_steps} "
+            f"(config {config_path}); the comparison needs complete runs."
+        )
+    model.eval()
+    chunk = data.eval_batch_size
+    _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
+    result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
+    result["train_acc"] = None
+    if data.train_size is not None:
+        _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
+        result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
+    features = model.first_layer_features() if hasattr(model, "first_layer_features") else None
+    truth = data.ground_truth().get("feature")
+    result["cos_similarity"] = None
+    if features is not None and truth is not None:
+        with torch.no_grad():
+            result["cos_similarity"] = [
+                float(feature_alignment(w.double(), truth.to(w.device, torch.float64), 1, 0.0)["max_cos"])
+                for w in features
+            ]
+    del cli, trainer, model, data
+    gc.collect()
+    return result
+
+
+# ---------------------------------------------------------------------- tables
+def summarize(values: list[float] | None) -> tuple[float | None, float | None, int]:
+    """(mean, sample std with ddof 1, n); (None, None, 0) when not measured; std None for one seed."""
+    if not values:
+        return None, None, 0
+    n = len(values)
+    mean = math.fsum(values) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+    return mean, std, n
+
+
+def write_tables(out: Path, results: dict[str, dict], experiment: str, seeds: int) -> None:
+    """Write ``table.md`` and ``table.csv`` for the methods in ``results`` (in order)."""
+    names = list(results)
+    with open(out / "table.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["method", "metric", "mean", "std", "n_seeds"])
+        for name in names:
+            for metric, _, _ in METRICS:
+                mean, std, n = summarize(results[name].get(metric))
+                writer.writerow([name, metric, _num(mean), _num(std), n])
+    lines = [
+        f"Comparison on `{experiment}`: mean ± std over {seeds} seed(s) (std with ddof 1).",
+        "",
+        "| Model | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for metric, label, decimals in METRICS:
+        cells = []
+        for name in names:
+            mean, std, _ = summarize(results[name].get(metric))
+            if mean is None:
+                cells.append("NA")
+            else:
+                cells.append(f"{mean:.{decimals}f}" + ("" if std is None else f" ± {std:.{decimals}f}"))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+# ---------------------------------------------------------------------- command
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The ``featlearn compare`` options."""
+    parser = argparse.ArgumentParser(
+        prog="featlearn compare",
+        description="Run the methods of a comparison (default: Shi et al. 2022, Table 1) on one experiment "
+        "over several seeds; write DIR/table.md, DIR/table.csv and TensorBoard curves.",
+    )
+    parser.add_argument(
+        "--config", action="append", required=True, help="Experiment config (repeat to layer overrides, as in fit)."
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="Number of seeds (ensemble members), default 5.")
+    parser.add_argument("--out", required=True, help="Output folder DIR.")
+    parser.add_argument("--methods", default=str(DEFAULT_METHODS), help="Methods file (default: %(default)s).")
+    parser.add_argument("--only", nargs="+", default=None, help="Run only these methods (names as in the file).")
+    parser.add_argument("--seed", type=int, default=None, help="First seed (default: the config's seed_everything).")
+    parser.add_argument("--overwrite", action="store_true", help="Discard results in DIR whose config changed.")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}.")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}.")
+    return args
+
+
+def compare(argv: list[str]) -> dict[str, dict]:
+    """Run ``featlearn compare`` with arguments ``argv``; returns the per-seed results by method."""
+    args = parse_args(argv)
+    methods = load_methods(Path(args.methods), args.only)
+    experiment: dict = {}
+    for path in args.config:
+        experiment = deep_merge(experiment, _load_yaml(Path(path), "--config"))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    results: dict[str, dict] = {}
+    times: dict[str, float] = {}
+    for method in methods:
+        folder = out / "methods" / method.slug
+        config = method_config(experiment, method, args.seeds, args.seed, out)
+        text = yaml.safe_dump(config, sort_keys=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        result_file = folder / "result.json"
+        if result_file.is_file():
+            saved = json.loads(result_file.read_text())
+            if saved.get("digest") == digest:
+                print(f"[compare] {method.name}: finished earlier, reusing {result_file}", flush=True)
+                results[method.name], times[method.name] = saved["metrics"], saved["seconds"]
+                continue
+            if not args.overwrite:
+                raise ValueError(
+                    f"{result_file} holds a result for a different config of {method.name!r} "
+                    f"(the experiment, methods file, --seeds or --seed changed). Use a new --out, "
+                    f"or --overwrite to discard it."
+                )
+        # A method that did not finish restarts from scratch: its runs are deterministic.
+        for stale in (folder, out / "tensorboard" / method.slug):
+            shutil.rmtree(stale, ignore_errors=True)
+        folder.mkdir(parents=True)
+        config_path = folder / "config.yaml"
+        config_path.write_text(text)
+        print(f"[compare] {method.name}: featlearn fit --config {config_path}", flush=True)
+        start = time.perf_counter()
+        metrics = run_method(config_path)
+        seconds = time.perf_counter() - start
+        result_file.write_text(
+            json.dumps({"method": method.name, "digest": digest, "seconds": seconds, "metrics": metrics}, indent=1)
+        )
+        results[method.name], times[method.name] = metrics, seconds
+        write_tables(out, results, " + ".join(args.config), args.seeds)  # partial table after each method
+        print(f"[compare] {method.name}: done in {seconds:.1f} s", flush=True)
+
+    write_tables(out, results, " + ".join(args.config), args.seeds)
+    with open(out / "run_times.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["method", "seconds"])
+        for name, seconds in times.items():
+            writer.writerow([name, f"{seconds:.1f}"])
+    print((out / "table.md").read_text(), flush=True)
+    print(f"[compare] total training time {sum(times.values()):.1f} s; tensorboard --logdir {out / 'tensorboard'}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``featlearn compare ...``."""
+    try:
+        compare(sys.argv[2:] if argv is None else argv)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"featlearn compare: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

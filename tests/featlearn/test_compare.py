@@ -1,0 +1,231 @@
+import csv
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import featlearn.compare as compare_module
+from featlearn.callbacks.alignment import feature_alignment
+from featlearn.cli import build_cli
+from featlearn.compare import compare, deep_merge, load_methods, summarize
+
+from ..conftest import CONFIGS  # noqa: TID252
+
+METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
+# E.1.1's process shrunk to a 4-step run of a 12-neuron network on d = 16.
+TINY = {
+    "seed_everything": 0,
+    "trainer": {
+        "max_steps": 4,
+        "log_every_n_steps": 1,
+        "callbacks+": [{"class_path": "FeatureAlignment", "init_args": {"mds_steps": []}}],
+    },
+    "data": {
+        "class_path": "SparseCoding",
+        "init_args": {"d": 16, "D": 8, "k": 3, "train_size": 300, "test_size": 200, "val_size": 0, "batch_size": 100},
+    },
+    "model": {
+        "class_path": "TwoLayerNet",
+        "init_args": {
+            "width": 12,
+            "lr": 0.2,
+            "activation": "truncated_relu",
+            "bias": True,
+            "output_scale": "standard",
+            "init": "gaussian_symmetric",
+            "sigma_w": 0.3,
+            "sigma_b": 0.1,
+            "sigma_a": 1.0,
+            "mean_field_gradient": False,
+            "loss": "hinge",
+        },
+    },
+}
+
+
+def write_config(folder, config=TINY):
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def read_csv(path):
+    with open(path) as handle:
+        return list(csv.reader(handle))
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory):
+    """One tiny two-seed comparison of all six default methods: (out folder, results, config path)."""
+    folder = tmp_path_factory.mktemp("compare")
+    config = write_config(folder)
+    out = folder / "out"
+    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out)])
+    return out, results, config
+
+
+def test_deep_merge_merges_mappings_and_replaces_the_rest():
+    base = {"model": {"class_path": "A", "init_args": {"lr": [{"start": 1, "value": 1}], "width": 4}}, "x": 1}
+    override = {"model": {"class_path": "B", "init_args": {"lr": 0.1}}}
+    assert deep_merge(base, override) == {"model": {"class_path": "B", "init_args": {"lr": 0.1, "width": 4}}, "x": 1}
+    assert base["model"]["class_path"] == "A"  # inputs untouched
+
+
+def test_summarize_is_mean_and_sample_std():
+    assert summarize([1.0, 2.0, 4.0]) == pytest.approx((7 / 3, statistics.stdev([1.0, 2.0, 4.0]), 3))
+    assert summarize([5.0]) == (5.0, None, 1)
+    assert summarize(None) == (None, None, 0)
+
+
+def test_default_methods_are_table_1s():
+    assert [m.name for m in load_methods(CONFIGS / "compare" / "shi.yaml")] == METHODS
+
+
+@pytest.mark.parametrize(
+    "content, only, match",
+    [
+        ("methods: {A: {optimizer: 1}}", None, "unknown keys"),
+        ("methods: {A: 3}", None, "mapping of overrides"),
+        ("methods: {}", None, "non-empty"),
+        ("methods: {A: {without_structure: 1}}", None, "true or false"),
+        ("methods: {'A b': {}, 'a-B': {}}", None, "differ"),
+        ("methods: {A: {}}", ["B"], "not in"),
+    ],
+)
+def test_bad_methods_files_are_refused(tmp_path, content, only, match):
+    path = tmp_path / "methods.yaml"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        load_methods(path, only)
+
+
+def test_table_csv_and_md_in_the_papers_layout(comparison):
+    out, results, _ = comparison
+    rows = read_csv(out / "table.csv")
+    assert rows[0] == ["method", "metric", "mean", "std", "n_seeds"]
+    assert [(r[0], r[1]) for r in rows[1:]] == [
+        (m, k) for m in METHODS for k in ("train_acc", "test_acc", "cos_similarity")
+    ]
+    for method, metric, mean, std, n in rows[1:]:
+        per_seed = json.loads((out / "methods" / _slug(method) / "result.json").read_text())["metrics"][metric]
+        assert per_seed == results[method][metric]
+        if per_seed is None:  # NTK has no learned first layer
+            assert (method, metric, mean, std, n) == ("NTK", "cos_similarity", "", "", "0")
+            continue
+        assert len(per_seed) == int(n) == 2
+        assert float(mean) == pytest.approx(statistics.mean(per_seed))
+        assert float(std) == pytest.approx(statistics.stdev(per_seed))
+        assert all(0 <= v <= 100 for v in per_seed) if "acc" in metric else all(-1 <= v <= 1 for v in per_seed)
+    table = (out / "table.md").read_text().splitlines()
+    assert table[2] == "| Model | " + " | ".join(METHODS) + " |"
+    assert [line.split(" | ")[0] for line in table[4:]] == ["| Train Acc (%)", "| Test Acc (%)", "| Cos Similarity"]
+    assert table[6].split(" | ")[2] == "NA"
+
+
+def _slug(name):
+    return name.lower().replace(" ", "_").replace("/", "_")
+
+
+def test_each_method_config_runs_alone_and_logs_one_test_accuracy_chart(comparison):
+    out, _, _ = comparison
+    for method in METHODS:
+        config = yaml.safe_load((out / "methods" / _slug(method) / "config.yaml").read_text())
+        assert config["model"]["init_args"]["ensemble_size"] == 2
+        events = EventAccumulator(str(out / "tensorboard" / _slug(method)))
+        events.Reload()
+        steps = [e.step for e in events.Scalars("heldout/test_acc")]
+        assert steps[0] == 0 and steps[-1] == config["trainer"]["max_steps"]
+    one_step = yaml.safe_load((out / "methods" / "one_step" / "config.yaml").read_text())
+    assert one_step["trainer"]["max_steps"] == 1 and one_step["model"]["class_path"] == "SteppedFeatureProbe"
+    wo = yaml.safe_load((out / "methods" / "network_w_o_structure" / "config.yaml").read_text())
+    assert wo["data"]["init_args"]["structure"] is False
+
+
+def test_methods_start_from_the_same_weights(comparison):
+    out, results, _ = comparison
+    built = {
+        m: build_cli(
+            ["--config", str(out / "methods" / _slug(m) / "config.yaml"), "--trainer.logger", "false"], run=False
+        )
+        for m in METHODS
+    }
+    w0 = built["Network"].model.net.w
+    for method in METHODS[1:]:
+        torch.testing.assert_close(built[method].model.net.w, w0)
+    # RF never moves the first layer: its cosine is the initial weights', seed by seed.
+    truth = built["Network"].datamodule.ground_truth()["feature"].double()
+    initial = [float(feature_alignment(w.double(), truth, 1, 0.0)["max_cos"]) for w in w0.detach()]
+    assert results["RF"]["cos_similarity"] == pytest.approx(initial, abs=1e-6)
+    assert results["Network"]["cos_similarity"] != pytest.approx(initial, abs=1e-3)
+
+
+def test_same_seeds_same_table(comparison, tmp_path):
+    out, _, config = comparison
+    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again")])
+    assert (tmp_path / "again" / "table.csv").read_text() == (out / "table.csv").read_text()
+    assert (tmp_path / "again" / "table.md").read_text() == (out / "table.md").read_text()
+
+
+def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, tmp_path, monkeypatch, capsys):
+    out, _, config = comparison
+    calls = []
+    real_run = compare_module.run_method
+
+    def interrupted_run(path):
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_run(path)
+
+    monkeypatch.setattr(compare_module, "run_method", interrupted_run)
+    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed")]
+    with pytest.raises(KeyboardInterrupt):
+        compare(args)
+    finished = sorted(p.parent.name for p in (tmp_path / "resumed" / "methods").glob("*/result.json"))
+    assert finished == ["network", "ntk"]
+    monkeypatch.setattr(compare_module, "run_method", real_run)
+    capsys.readouterr()
+    compare(args)
+    log = capsys.readouterr().out
+    assert "Network: finished earlier" in log and "NTK: finished earlier" in log and "RF: finished" not in log
+    assert (tmp_path / "resumed" / "table.csv").read_text() == (out / "table.csv").read_text()
+
+
+def test_changed_config_is_not_mixed_with_old_results(comparison, tmp_path):
+    _, _, config = comparison
+    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "Network"]
+    compare(args)
+    with pytest.raises(ValueError, match="--overwrite"):
+        compare([*args[:3], "3", *args[4:]])  # --seeds 3
+    compare([*args[:3], "3", *args[4:], "--overwrite"])
+    assert read_csv(tmp_path / "o" / "table.csv")[1][4] == "3"
+
+
+def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
+    config = write_config(tmp_path, deep_merge(TINY, {"data": {"class_path": "BooleanXOR", "init_args": None}}))
+    content = yaml.safe_load(config.read_text())
+    content["data"] = {"class_path": "BooleanXOR", "init_args": {"dim": 8, "batch_size": 16, "test_size": 64}}
+    content["trainer"].pop("callbacks+")
+    config.write_text(yaml.safe_dump(content))
+    with pytest.raises(SystemExit) as exit_info:
+        compare_module.main(["--config", str(config), "--out", str(tmp_path / "o"), "--only", "Network w/o structure"])
+    assert exit_info.value.code == 2
+    assert "no variant without input structure" in capsys.readouterr().err
+
+
+def test_console_script_runs_compare():
+    out = subprocess.run(
+        [sys.executable, "-m", "featlearn", "compare", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "--seeds" in out.stdout and "--methods" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "featlearn", "compare", "--config", "missing.yaml", "--out", "x", "--seeds", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "--seeds must be >= 1" in bad.stderr
