@@ -36,6 +36,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_throughput.py
+	$(BIN)/python benchmarks/bench_baselines.py
 
 tensorboard: setup
 	$(BIN)/tensorboard --logdir runs

@@ -45,6 +45,7 @@ import math
 import re
 import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,27 +165,14 @@ def _structure_free_overrides(config: dict) -> dict:
     """Ask the configured data model for its ``init_args`` without input structure."""
     from featlearn.cli import build_cli
 
-    with _temporary_config(config) as path:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
         cli = build_cli(["--config", str(path), "--trainer.logger", "false"], run=False)
     try:
         return cli.datamodule.structure_free_overrides()
     except NotImplementedError as err:
         raise ValueError(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
-
-
-class _temporary_config:  # noqa: N801 (a context manager used like a function)
-    def __init__(self, config: dict) -> None:
-        import tempfile
-
-        self._dir = tempfile.TemporaryDirectory()
-        self.path = Path(self._dir.name) / "config.yaml"
-        self.path.write_text(yaml.safe_dump(config, sort_keys=False))
-
-    def __enter__(self) -> Path:
-        return self.path
-
-    def __exit__(self, *exc) -> None:
-        self._dir.cleanup()
 
 
 def run_method(config_path: Path) -> dict:

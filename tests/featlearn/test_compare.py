@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import featlearn.compare as compare_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
-from featlearn.compare import compare, deep_merge, load_methods, summarize
+from featlearn.compare import Method, compare, deep_merge, load_methods, summarize
 
 from ..conftest import CONFIGS  # noqa: TID252
 
@@ -128,7 +128,7 @@ def test_table_csv_and_md_in_the_papers_layout(comparison):
 
 
 def _slug(name):
-    return name.lower().replace(" ", "_").replace("/", "_")
+    return Method(name).slug
 
 
 def test_each_method_config_runs_alone_and_logs_one_test_accuracy_chart(comparison):
