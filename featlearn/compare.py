@@ -37,6 +37,7 @@ learned first-layer features, as for the NTK, or the data model no ``feature``).
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import gc
 import hashlib
@@ -138,7 +139,7 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
 # ---------------------------------------------------------------------- one method
 def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path) -> dict:
     """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
-    config = deep_merge(experiment, method.overrides)
+    config = copy.deepcopy(deep_merge(experiment, method.overrides))  # edited below: share nothing
     if seed is not None:
         config["seed_everything"] = seed
     if method.without_structure:

@@ -136,6 +136,8 @@ def test_each_method_config_runs_alone_and_logs_one_test_accuracy_chart(comparis
     for method in METHODS:
         config = yaml.safe_load((out / "methods" / _slug(method) / "config.yaml").read_text())
         assert config["model"]["init_args"]["ensemble_size"] == 2
+        callbacks = [c["class_path"] for c in config["trainer"]["callbacks+"]]
+        assert callbacks == ["FeatureAlignment", "HeldOutAccuracy"]  # nothing leaks between methods
         events = EventAccumulator(str(out / "tensorboard" / _slug(method)))
         events.Reload()
         steps = [e.step for e in events.Scalars("heldout/test_acc")]
