@@ -59,7 +59,7 @@ def steps_per_s(make_model, data_args, steps, warmup=5):
         )
         data = SparseCoding(**data_args)
         trainer.fit(make_model(data.input_dim), data)
-    return steps / (timer.end - timer.start)
+    return timer.rate()
 
 
 def main() -> None:

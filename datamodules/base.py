@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from featlearn.chunks import StepChunk
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
 
@@ -287,6 +288,9 @@ def _plain(value):
 class _StepStream:
     """Yields the batch of each update step, from the trainer's current step on.
 
+    When the model carries several updates per Lightning batch, consecutive steps'
+    batches come together as a :class:`StepChunk` of the length the model asks for.
+
     Lightning may fetch a batch ahead; since the batch of step ``t`` depends only on
     ``t``, prefetching and resuming do not change what each step trains on.
     """
@@ -294,12 +298,18 @@ class _StepStream:
     def __init__(self, datamodule: SyntheticDataModule) -> None:
         self.datamodule = datamodule
 
-    def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor] | StepChunk]:
         trainer = getattr(self.datamodule, "trainer", None)
         step = trainer.global_step if trainer is not None else 0
+        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        updates_in_batch = getattr(module, "updates_in_batch", None)
         while True:
-            step += 1
-            yield self.datamodule.train_batch(step)
+            size = updates_in_batch(step + 1) if updates_in_batch is not None else 1
+            if size == 1:
+                yield self.datamodule.train_batch(step + 1)
+            else:  # the model asked for several steps per batch (updates_per_batch)
+                yield StepChunk(self.datamodule.train_batch(s) for s in range(step + 1, step + size + 1))
+            step += size
 
 
 class _Chunks:

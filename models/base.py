@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
+from featlearn.chunks import StepChunk
 from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule
 
@@ -37,18 +38,35 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     parameter groups and their rate and decay schedules, and implements
     :meth:`training_output` and :meth:`scores`.
 
+    **Several updates per Lightning batch.** Lightning's per-batch machinery (hooks,
+    fetcher, optimizer wrappers) costs about a millisecond, as much as a small
+    network's whole update. With ``updates_per_batch: K`` the data stream hands over
+    up to K consecutive steps' batches at once (a :class:`StepChunk`) and
+    :meth:`training_step` makes one update per batch in it, so ``global_step`` still
+    counts updates. Chunks end at every step a diagnostic, a checkpoint or
+    ``max_steps`` needs (:meth:`updates_in_batch`), so the run, its logs and its
+    checkpoints are the same as with K = 1. Callbacks that are not featlearn
+    diagnostics see only the chunks' last steps, and Lightning's validation interval
+    counts chunks: validation during fit is refused with K > 1.
+
     Args:
         loss: ``logistic`` or ``hinge`` (see :mod:`featlearn.models.losses`).
         ensemble_size: S, the number of independent members.
         max_members_logged: Log per-member curves when S is at most this.
+        updates_per_batch: K, the most SGD updates per Lightning batch (a throughput
+            setting that changes no result).
     """
 
-    def __init__(self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8) -> None:
+    def __init__(
+        self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8, updates_per_batch: int = 1
+    ) -> None:
         super().__init__()
         if loss not in LOSSES:
             raise ValueError(f"model.loss must be one of {sorted(LOSSES)}, got {loss!r}.")
-        if isinstance(ensemble_size, bool) or not isinstance(ensemble_size, int) or ensemble_size < 1:
-            raise ValueError(f"model.ensemble_size must be an integer >= 1, got {ensemble_size!r}.")
+        for name, value in (("ensemble_size", ensemble_size), ("updates_per_batch", updates_per_batch)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"model.{name} must be an integer >= 1, got {value!r}.")
+        self.updates_per_batch = updates_per_batch
         self.automatic_optimization = False
         self.loss_name = loss
         self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
@@ -97,12 +115,50 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
+        if self.updates_per_batch > 1 and self.trainer.limit_val_batches != 0:
+            raise ValueError(
+                f"model.updates_per_batch = {self.updates_per_batch} puts several updates in one Lightning batch, "
+                f"so Lightning's validation interval would count chunks, not steps. Set "
+                f"trainer.limit_val_batches: 0 (featlearn's diagnostics evaluate held-out data at exact steps), "
+                f"or model.updates_per_batch: 1."
+            )
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
         """Mean loss of each member: f, y (S, B) -> (S,)."""
         return self.margin_loss(y * f).mean(dim=1)
 
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+    def updates_in_batch(self, step: int) -> int:
+        """How many consecutive updates, from ``step`` on, the next Lightning batch carries.
+
+        Up to :attr:`updates_per_batch`, but a batch always ends where something outside
+        the model looks at it: ``trainer.max_steps``, a step at which a callback with an
+        ``is_due(step)`` method (every featlearn diagnostic) runs, and a multiple of a
+        ``ModelCheckpoint``'s ``every_n_train_steps``. Those observers therefore see
+        exactly the steps they would see with one update per batch.
+        """
+        size = self.updates_per_batch
+        if size == 1 or self._trainer is None:
+            return 1
+        trainer = self.trainer
+        last = step + size - 1
+        if trainer.max_steps is not None and trainer.max_steps > 0:
+            last = min(last, trainer.max_steps)
+        due = [cb.is_due for cb in trainer.callbacks if callable(getattr(cb, "is_due", None))]
+        every = [n for cb in trainer.callbacks if (n := getattr(cb, "_every_n_train_steps", 0) or 0) > 0]
+        for s in range(step, last):
+            if any(is_due(s) for is_due in due) or any(s % n == 0 for n in every):
+                return s - step + 1
+        return max(last - step + 1, 1)
+
+    def training_step(self, batch: tuple[Tensor, Tensor] | StepChunk, batch_idx: int) -> Tensor:
+        """The update(s) a Lightning batch carries: one (x, y), or a :class:`StepChunk` of several."""
+        if isinstance(batch, StepChunk):
+            for update in batch:
+                out = self.training_update(update)
+            return out
+        return self.training_update(batch)
+
+    def training_update(self, batch: tuple[Tensor, Tensor]) -> Tensor:
         """One SGD update of every member on its batch x (S, B, d), y (S, B)."""
         x, y = batch
         step = self.global_step + 1

@@ -201,10 +201,10 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             out.append(f)
         return torch.cat(out, dim=1)
 
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+    def training_update(self, batch: tuple[Tensor, Tensor]) -> Tensor:
         """Linear form: the base SGD step on theta. Kernel form: the same step on the dual coefficients."""
         if self.form == "linear":
-            return super().training_step(batch, batch_idx)
+            return super().training_update(batch)
         x, y = batch
         step = self.global_step + 1
         idx = self.trainer.datamodule.train_batch_indices(step)  # (S, B) or None: the whole set

@@ -88,12 +88,11 @@ class SteppedFeatureProbe(TwoLayerNet):
         """F (S, B) for x (S, B, d) or (B, d), the probe's output bias included."""
         return self.scores(x)
 
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
-        """One update of the process; after the last one (step k), fit the probe."""
-        step = self.global_step + 1
+    def training_step(self, batch, batch_idx: int) -> Tensor:
+        """The update(s) of the process; after the last one (step k), fit the probe."""
         out = super().training_step(batch, batch_idx)
-        if step >= self.trainer.max_steps:
-            self.fit_probe(step)
+        if self.global_step >= self.trainer.max_steps:
+            self.fit_probe(self.global_step)
         return out
 
     def on_train_end(self) -> None:

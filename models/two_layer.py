@@ -66,6 +66,8 @@ class TwoLayerNet(ScheduledSGDModule):
         seed: Initialisation and noise seed; default: the global seed
             (``seed_everything``).
         max_members_logged: Per-member curves are logged when S is at most this.
+        updates_per_batch: Most SGD updates per Lightning batch (throughput only;
+            see :class:`ScheduledSGDModule`).
     """
 
     def __init__(
@@ -96,8 +98,14 @@ class TwoLayerNet(ScheduledSGDModule):
         ensemble_size: int = 1,
         seed: int | None = None,
         max_members_logged: int = 8,
+        updates_per_batch: int = 1,
     ) -> None:
-        super().__init__(loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged)
+        super().__init__(
+            loss=loss,
+            ensemble_size=ensemble_size,
+            max_members_logged=max_members_logged,
+            updates_per_batch=updates_per_batch,
+        )
         self.save_hyperparameters()
         for name, value, minimum in (("input_dim", input_dim, 1), ("width", width, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

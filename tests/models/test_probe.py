@@ -76,3 +76,12 @@ def test_probe_in_online_mode_fits_on_its_own_fixed_sample(fit):
 def test_probe_rejects_bad_settings(override, match):
     with pytest.raises(ValueError, match=f"model.{match}"):
         SteppedFeatureProbe(16, 12, lr=0.2, **SHI_NET, **override)
+
+
+def test_probe_fits_after_the_last_step_with_several_updates_per_batch(fit):
+    one = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, **SHI_NET)
+    chunked = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, updates_per_batch=3, **SHI_NET)
+    fit(one, data_model(), 5)
+    fit(chunked, data_model(), 5)
+    assert int(chunked.probed_at) == 5
+    torch.testing.assert_close(chunked.net.a, one.net.a)

@@ -177,6 +177,7 @@ def test_divergence_detected_even_between_log_steps(fit):
         (dict(width=5, lr=0.1, init="gaussian_symmetric", sigma_w=1, sigma_b=1, sigma_a=1), "even"),
         (dict(width=4, lr=0.1, init_scale=0.0), "model.init_scale"),
         (dict(width=4, lr=0.1, ensemble_size=0), "model.ensemble_size"),
+        (dict(width=4, lr=0.1, updates_per_batch=0), "model.updates_per_batch"),
         (dict(width=4, lr=0.1, train_first_layer=False, train_second_layer=False), "nothing would train"),
         (dict(width=4, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 4, "value": 0.1}]), "gap"),
         (dict(width=4, lr=0.1, noise_std=-1.0), "model.noise_std"),
@@ -312,3 +313,81 @@ def test_bias_rate_can_differ_from_the_first_layer_rate(fit):
     assert again.scheduled_values(2)["lr_b"] == 0.0 and again.scheduled_values(2)["lr_w"] == 0.3
     with pytest.raises(ValueError, match="model.lr_b"):
         TwoLayerNet(8, 6, lr=0.3, lr_b=-1.0, bias=True)
+
+
+def test_several_updates_per_batch_change_nothing_but_the_batch_count(fit, tmp_path):
+    """updates_per_batch = 5: same weights, diagnostics, logs and checkpoints as one update per batch."""
+    from pytorch_lightning.callbacks import Callback, ModelCheckpoint
+    from pytorch_lightning.loggers.logger import Logger
+
+    from featlearn.callbacks import XORPhaseDiagnostics
+
+    class Recorder(Logger):
+        name, version = "rec", 0
+
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def log_metrics(self, metrics, step=None):
+            self.calls.append((step, dict(metrics)))
+
+        def log_hyperparams(self, *args, **kwargs):
+            pass
+
+    class BatchCounter(Callback):
+        def __init__(self):
+            self.steps = []
+
+        def on_train_batch_end(self, trainer, *args):
+            self.steps.append(trainer.global_step)
+
+    def run(updates, folder):
+        model = TwoLayerNet(10, 8, lr=0.4, noise_std=0.05, ensemble_size=2, seed=1, updates_per_batch=updates)
+        phases, counter, recorder = XORPhaseDiagnostics(points_per_decade=5), BatchCounter(), Recorder()
+        ckpt = ModelCheckpoint(dirpath=folder, every_n_train_steps=7, save_top_k=-1)
+        data = BooleanXOR(dim=10, batch_size=[{"start": 1, "end": 3, "value": 64}, {"start": 4, "value": 16}])
+        trainer = fit(
+            model,
+            data,
+            23,
+            logger=recorder,
+            log_every_n_steps=3,
+            enable_checkpointing=True,
+            callbacks=[phases, counter, ckpt],
+        )
+        assert trainer.global_step == 23
+        return model, phases, counter, recorder, sorted(p.name for p in folder.iterdir())
+
+    one = run(1, tmp_path / "one")
+    five = run(5, tmp_path / "five")
+    torch.testing.assert_close(five[0].net.w, one[0].net.w, rtol=0, atol=0)
+    torch.testing.assert_close(five[0].net.a, one[0].net.a, rtol=0, atol=0)
+    assert five[1].history == one[1].history  # every diagnostic at the same steps, same values
+    assert [s for s, m in five[3].calls if "train/loss" in m] == [s for s, m in one[3].calls if "train/loss" in m]
+    assert five[4] == one[4] == ["epoch=0-step=14.ckpt", "epoch=0-step=21.ckpt", "epoch=0-step=7.ckpt"]
+    assert one[2].steps == list(range(1, 24))
+    assert len(five[2].steps) < 23 and five[2].steps[-1] == 23  # fewer Lightning batches
+
+
+def test_resume_with_several_updates_per_batch(fit, tmp_path):
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    def make():
+        model = TwoLayerNet(10, 8, lr=0.3, noise_std=0.05, seed=3, updates_per_batch=4)
+        return model, BooleanXOR(dim=10, batch_size=16, train_size=100)
+
+    full, dm = make()
+    fit(full, dm, 12)
+    first, dm = make()
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=5, save_top_k=-1)
+    fit(first, dm, 5, enable_checkpointing=True, callbacks=[ckpt])
+    resumed, dm = make()
+    fit(resumed, dm, 12, ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=5.ckpt"))
+    torch.testing.assert_close(resumed.net.w, full.net.w, rtol=0, atol=0)
+
+
+def test_several_updates_per_batch_refuse_lightning_validation(fit):
+    model = TwoLayerNet(10, 8, lr=0.3, updates_per_batch=4)
+    with pytest.raises(ValueError, match="trainer.limit_val_batches: 0"):
+        fit(model, BooleanXOR(dim=10, batch_size=16), 5, limit_val_batches=1.0, val_check_interval=2)
