@@ -25,7 +25,7 @@ warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual opt
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
-from pytorch_lightning.cli import LightningCLI  # noqa: E402
+from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
 import featlearn.callbacks  # noqa: E402, F401
@@ -35,6 +35,19 @@ import featlearn.models  # noqa: E402, F401
 #: The repository's config folder (present in a checkout / editable install).
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 BASE_CONFIG = CONFIG_DIR / "base.yaml"
+
+
+class RunFolderConfig(SaveConfigCallback):
+    """Saves the resolved ``config.yaml`` into the run's log folder, and only there.
+
+    A run without a logger has no folder; Lightning would write into the working
+    directory instead, overwriting any ``config.yaml`` a user keeps there.
+    """
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:  # noqa: D102
+        if trainer.logger is None:
+            return
+        super().setup(trainer, pl_module, stage)
 
 
 class FeatlearnCLI(LightningCLI):
@@ -84,6 +97,7 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
         subclass_mode_model=True,
         subclass_mode_data=True,
         auto_configure_optimizers=False,
+        save_config_callback=RunFolderConfig,
         save_config_kwargs={"overwrite": True},
         parser_kwargs=parser_kwargs,
         args=args,

@@ -152,3 +152,10 @@ def test_bad_configs_fail_before_training_naming_the_parameter(tmp_path, overrid
         pytest.fail(f"expected a ValueError naming {match!r}, the parser exited instead")
     assert match in text
     assert not list(tmp_path.glob("runs/*/version_*/checkpoints/*"))
+
+
+def test_logger_free_run_leaves_the_working_directory_alone(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text("mine: true\n")
+    build_cli(["fit", *TINY_GLASGOW, "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)])
+    assert (tmp_path / "config.yaml").read_text() == "mine: true\n"
