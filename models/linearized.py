@@ -89,10 +89,9 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         """f_lin (S, B) for x (S, B, d) or (B, d), with optional pre-activation noise (S, B, p)."""
         net = self.net
         x = net._per_member(x)  # (S, B, d)
-        z0 = torch.bmm(x, self.w0.transpose(1, 2))  # (S, B, p)
+        z0 = self._initial_preactivation(x)  # (S, B, p)
         dz = torch.bmm(x, (net.w - self.w0).transpose(1, 2))  # (S, B, p)
         if self.b0 is not None:
-            z0 = z0 + self.b0.unsqueeze(1)
             dz = dz + (net.b - self.b0).unsqueeze(1)
         if noise is not None:
             z0 = z0 + noise
@@ -100,6 +99,12 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         g0 = net.activation_derivative(z0, smoothing_std)  # (S, B, p)
         per_neuron = h0 * net.a.unsqueeze(1) + g0 * dz * self.a0.unsqueeze(1)  # (S, B, p)
         return per_neuron.sum(dim=-1) * net.scale  # (S, B)
+
+    def _initial_preactivation(self, x: Tensor) -> Tensor:
+        """Z0 = w0 . x + b0 for x (S, B, d): (S, B, p)."""
+        if self.b0 is None:
+            return torch.bmm(x, self.w0.transpose(1, 2))
+        return torch.baddbmm(self.b0.unsqueeze(1), x, self.w0.transpose(1, 2))
 
     # ------------------------------------------------------------------ tangent kernel
     def tangent_parts(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -109,9 +114,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             ``(x, h, g)`` with x broadcast to (S, B, d).
         """
         x = self.net._per_member(x)
-        z0 = torch.bmm(x, self.w0.transpose(1, 2))  # (S, B, p)
-        if self.b0 is not None:
-            z0 = z0 + self.b0.unsqueeze(1)
+        z0 = self._initial_preactivation(x)  # (S, B, p)
         return x, self.net.sigma(z0), self.net.activation_derivative(z0) * self.a0.unsqueeze(1)
 
     def ntk_blocks(self, x1: Tensor, x2: Tensor) -> dict[str, Tensor]:

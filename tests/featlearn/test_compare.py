@@ -220,6 +220,15 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
     assert "no variant without input structure" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "args, match", [(["--seeds", "0"], "--seeds must be >= 1"), (["--seed", "-1"], "--seed must be >= 0")]
+)
+def test_bad_compare_options_are_refused(args, match, capsys):
+    with pytest.raises(SystemExit):
+        compare(["--config", "x.yaml", "--out", "o", *args])
+    assert match in capsys.readouterr().err
+
+
 def test_console_script_runs_compare():
     out = subprocess.run(
         [sys.executable, "-m", "featlearn", "compare", "--help"], capture_output=True, text=True, check=True
