@@ -13,11 +13,12 @@ Measured side by side in one process, on the same machine, as ratios:
    featlearn runs, at a tiny size (d=16, p=32, m=256) where per-step overhead
    dominates.
 
-Usage: ``python benchmarks/bench_throughput.py [--steps N] [--repeats R]``. Prints a
-table. The two sides of a comparison run back to back, ``repeats`` times; the ratio
-is the median of the per-pair ratios, which cancels the slow drifts in this
-machine's speed that a best-of-each comparison would not (the rates shown are the
-medians too).
+Usage: ``python benchmarks/bench_throughput.py [--steps N] [--repeats R] [--device cpu|cuda]``.
+Prints a table. The two sides of a comparison run back to back, ``repeats`` times;
+the ratio is the median of the per-pair ratios, which cancels the slow drifts in
+this machine's speed that a best-of-each comparison would not (the rates shown are
+the medians too). The targets are the CPU's; with ``--device cuda`` the same cases
+run on the GPU, each side synchronised before its clock is read.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ from featlearn.models import TwoLayerNet
 warnings.filterwarnings("ignore")
 
 
+def _synchronize(device) -> None:
+    """Wait for the device's queued work, so a clock read after it counts that work."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 class _StepTimer(pl.Callback):
     """Wall time of the training steps after ``warmup`` steps (setup excluded)."""
 
@@ -48,9 +55,11 @@ class _StepTimer(pl.Callback):
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if self.start is None and trainer.global_step >= self.warmup:
+            _synchronize(pl_module.device)
             self.start, self.start_step = time.perf_counter(), trainer.global_step
 
     def on_train_end(self, trainer, pl_module):
+        _synchronize(pl_module.device)
         self.end, self.end_step = time.perf_counter(), trainer.global_step
 
     def rate(self) -> float:
@@ -58,13 +67,14 @@ class _StepTimer(pl.Callback):
         return (self.end_step - self.start_step) / (self.end - self.start)
 
 
-def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updates_per_batch=1):
-    """Steps per second of a featlearn fit (steps after warmup)."""
+def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updates_per_batch=1, device="cpu"):
+    """Steps per second of a featlearn fit (steps after warmup) on ``device`` (cpu or cuda)."""
     timer = _StepTimer(warmup)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = pl.Trainer(
             max_steps=warmup + steps,
-            accelerator="cpu",
+            accelerator="gpu" if device == "cuda" else "cpu",
+            devices=1,
             logger=TensorBoardLogger(tmp, name="bench"),
             log_every_n_steps=10,
             enable_checkpointing=False,
@@ -86,19 +96,20 @@ def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updat
     return timer.rate()
 
 
-def plain_steps_per_s(d, p, m, steps, warmup, seed=0):
+def plain_steps_per_s(d, p, m, steps, warmup, seed=0, device="cpu"):
     """Steps per second of a hand-written loop of the same online mean-field SGD update."""
-    gen = torch.Generator().manual_seed(seed)
-    g = torch.randn(p, d, generator=gen)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    g = torch.randn(p, d, generator=gen, device=device)
     theta = 1 / math.log(d)
     w = (theta * g / g.norm(dim=1, keepdim=True)).requires_grad_()
-    a = (torch.where(torch.rand(p, generator=gen) < 0.5, -1.0, 1.0) * theta).requires_grad_()
+    a = (torch.where(torch.rand(p, generator=gen, device=device) < 0.5, -1.0, 1.0) * theta).requires_grad_()
     lr = 0.05 * p  # mean-field convention: gradients scaled by p
     start = None
     for step in range(warmup + steps):
         if step == warmup:
+            _synchronize(device)
             start = time.perf_counter()
-        x = torch.randint(0, 2, (m, d), generator=gen, dtype=torch.float32).mul_(2).sub_(1)  # as BooleanXOR
+        x = torch.randint(0, 2, (m, d), generator=gen, device=device, dtype=torch.float32).mul_(2).sub_(1)
         y = -x[:, 0] * x[:, 1]
         f = torch.relu(x @ w.T) @ a / p
         loss = (2 * torch.nn.functional.softplus(-y * f)).mean()
@@ -107,6 +118,7 @@ def plain_steps_per_s(d, p, m, steps, warmup, seed=0):
         with torch.no_grad():
             w -= lr * w.grad
             a -= lr * a.grad
+    _synchronize(device)
     return steps / (time.perf_counter() - start)
 
 
@@ -127,9 +139,15 @@ def main() -> None:
     parser.add_argument(
         "--updates-per-batch", type=int, default=10, help="K of the second featlearn row (model.updates_per_batch)"
     )
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both sides train")
     args = parser.parse_args()
-    torch.set_num_threads(torch.get_num_threads())
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+    device = args.device
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: no CUDA device is visible; run on a GPU machine or use --device cpu.")
+        print(f"torch {torch.__version__}, {torch.cuda.get_device_name()} (targets are the CPU's)")
+    else:
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
     print(f"{'case':<44}{'featlearn':>12}{'baseline':>12}{'ratio':>8}  target")
     for label, (d, p, m), steps, target in (
         ("XOR small d=64 p=256 m=2048", (64, 256, 2048), args.steps, 0.8),
@@ -138,8 +156,8 @@ def main() -> None:
         for k in (1, args.updates_per_batch):
             ours, plain, ratio = paired(
                 args.repeats,
-                lambda: featlearn_steps_per_s(d, p, m, steps, warmup=10, updates_per_batch=k),  # noqa: B023
-                lambda: plain_steps_per_s(d, p, m, steps, warmup=10),  # noqa: B023
+                lambda: featlearn_steps_per_s(d, p, m, steps, warmup=10, updates_per_batch=k, device=device),  # noqa: B023
+                lambda: plain_steps_per_s(d, p, m, steps, warmup=10, device=device),  # noqa: B023
             )
             row = f"{label}, K={k} (steps/s)"
             print(f"{row:<44}{ours:>12.1f}{plain:>12.1f}{ratio:>8.2f}  >= {target}")
@@ -147,10 +165,10 @@ def main() -> None:
     d, p, m, steps = 16, 32, 256, args.steps * 2
 
     def ensemble_rate():  # member-steps per second: the ensemble does 8 per step
-        return 8 * featlearn_steps_per_s(d, p, m, steps, warmup=20, ensemble_size=8)
+        return 8 * featlearn_steps_per_s(d, p, m, steps, warmup=20, ensemble_size=8, device=device)
 
     def singles_rate():  # 8 runs, one after the other: 8 member-steps take the sum of step times
-        return 8 / sum(1 / featlearn_steps_per_s(d, p, m, steps, warmup=20, seed=s) for s in range(8))
+        return 8 / sum(1 / featlearn_steps_per_s(d, p, m, steps, warmup=20, seed=s, device=device) for s in range(8))
 
     ours, singles, ratio = paired(args.repeats, ensemble_rate, singles_rate)
     label = "ensemble S=8 vs 8 runs d=16 p=32 m=256 (member-steps/s)"

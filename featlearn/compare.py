@@ -201,7 +201,8 @@ def run_method(config_path: Path) -> dict:
             f"Training stopped at step {trainer.global_step} of trainer.max_steps = {trainer.max_steps} "
             f"(config {config_path}); the comparison needs complete runs."
         )
-    model.eval()
+    # Lightning hands the model back on the CPU after fit; measure it where it trained.
+    model.to(trainer.strategy.root_device).eval()
     chunk = data.eval_batch_size
     _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
     result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}

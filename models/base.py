@@ -233,10 +233,15 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     @torch.no_grad()
     def evaluate_dataset(self, x: Tensor, y: Tensor, chunk: int = 65536) -> tuple[Tensor, Tensor]:
-        """:meth:`evaluate` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,)."""
+        """:meth:`evaluate` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,).
+
+        Each chunk moves to the model's device: after ``fit`` Lightning returns the model to
+        the CPU while the data model's sets stay on the training device.
+        """
         losses, errors = 0.0, 0.0
+        device = self.device
         for i in range(0, x.shape[1], chunk):
-            loss, error = self.evaluate(x[:, i : i + chunk], y[:, i : i + chunk])
+            loss, error = self.evaluate(x[:, i : i + chunk].to(device), y[:, i : i + chunk].to(device))
             weight = y[:, i : i + chunk].shape[1]
             losses, errors = losses + loss * weight, errors + error * weight
         return losses / x.shape[1], errors / x.shape[1]

@@ -171,7 +171,10 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 f"{self.kernel_max_samples} samples (it stores n x n matrices); data.train_size is {n}. "
                 f"Set data.train_size, raise model.kernel_max_samples, or use form: linear."
             )
-        x, _ = data.train_set()  # (S, n, d)
+        x, _ = data.train_set()  # (S, n, d), on the training device
+        # Lightning calls setup before it moves the model there; build the n x n blocks
+        # on that device now rather than on the CPU.
+        self.to(x.device)
         with torch.no_grad():
             blocks = self.ntk_blocks(x, x)
             f0 = self.initial_output(x)  # (S, n)

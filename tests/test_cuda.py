@@ -1,0 +1,219 @@
+"""GPU checks: featlearn trains on a CUDA device as it does on the CPU.
+
+Skipped where no CUDA device is present (CI has none); run them on a GPU machine with
+``pytest -m cuda``. What they pin down:
+
+* batches are drawn on the training device and every tensor of a run stays there;
+* on the same batches, a GPU run reaches the CPU run's weights and diagnostics
+  (to float32 round-off), for the network, the NTK (linear and kernel form) and the
+  One/Two Step probe;
+* same seed, same weights; chunked updates, stop/resume and ensembles behave on the
+  GPU exactly as the CPU tests require;
+* every experiment config and a ``featlearn compare`` of Table 1's methods run there.
+
+A GPU run draws its data from CUDA generators, so its sample path differs from a CPU
+run with the same seed (the same distribution, other draws); the parity tests below
+therefore feed both devices batches drawn on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytorch_lightning as pl
+import torch
+import yaml
+
+from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, XORPhaseDiagnostics
+from featlearn.cli import build_cli
+from featlearn.compare import compare
+from featlearn.datamodules import BooleanXOR, SparseCoding
+from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
+
+from .conftest import CONFIGS
+from .featlearn.test_compare import TINY
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
+SMOKE = str(CONFIGS / "debug" / "smoke.yaml")
+
+
+def cpu_drawn(base: type) -> type:
+    """A data model drawing its samples on the CPU, from the seed of the generator it is given.
+
+    The seed is the same on every device, so a CPU run and a GPU run see the same batches.
+    """
+
+    class CpuDrawn(base):
+        def sample(self, n, generator, device):
+            x, y = super().sample(n, torch.Generator().manual_seed(generator.initial_seed()), torch.device("cpu"))
+            return x.to(device), y.to(device)
+
+    CpuDrawn.__name__ = f"CpuDrawn{base.__name__}"
+    return CpuDrawn
+
+
+class DeviceRecorder(pl.Callback):
+    """The devices of every training batch (each batch of a StepChunk) and of the model's tensors while training.
+
+    Recorded during training: after ``fit`` Lightning moves the model back to the CPU.
+    """
+
+    def __init__(self) -> None:
+        self.batch_devices: set[str] = set()
+        self.model_devices: set[str] = set()
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        updates = batch if isinstance(batch, list) else [batch]
+        for x, y in updates:
+            self.batch_devices |= {x.device.type, y.device.type}
+        self.model_devices |= {t.device.type for t in (*pl_module.parameters(), *pl_module.buffers())}
+
+
+@pytest.fixture
+def fit_on(fit):
+    """fit_on(device, model, datamodule, steps, **kwargs): the conftest ``fit`` on ``cpu`` or ``cuda``."""
+
+    def _fit(device, model, datamodule, steps, **kwargs):
+        return fit(model, datamodule, steps, accelerator="gpu" if device == "cuda" else "cpu", **kwargs)
+
+    return _fit
+
+
+def xor_model(**kwargs):
+    options = dict(lr=[{"start": 1, "end": 3, "value": 0.5}, {"start": 4, "value": 0.2}], ensemble_size=2, seed=4)
+    options.update(kwargs)
+    return TwoLayerNet(12, 16, **options)
+
+
+def test_batches_parameters_and_diagnostics_live_on_the_gpu(fit_on):
+    recorder = DeviceRecorder()
+    phases, heldout = XORPhaseDiagnostics(points_per_decade=5), HeldOutAccuracy(cadence=5)
+    model = xor_model(noise_std=0.05, updates_per_batch=3)
+    fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64, test_size=256), 12, callbacks=[recorder, phases, heldout])
+    assert recorder.batch_devices == recorder.model_devices == {"cuda"}
+    assert phases.history and all(math.isfinite(v) for row in phases.history for v in row.values())
+    assert {0, 5, 10, 12} <= set(heldout.member_accuracy)
+
+
+# Online batches, and a finite set used whole: minibatch indices are drawn on the training
+# device too, so a finite set's minibatches differ between devices.
+@pytest.mark.parametrize("train_size", [None, 64])
+def test_gpu_run_matches_cpu_run_on_the_same_batches(fit_on, train_size):
+    data = cpu_drawn(BooleanXOR)
+    runs = {}
+    for device in ("cpu", "cuda"):
+        model = xor_model(weight_decay_w=0.01, bias=True)
+        phases = XORPhaseDiagnostics(points_per_decade=5)
+        fit_on(device, model, data(dim=12, batch_size=64, train_size=train_size, test_size=512), 15, callbacks=[phases])
+        runs[device] = model, phases.history
+    (cpu, cpu_history), (gpu, gpu_history) = runs["cpu"], runs["cuda"]
+    for name, param in cpu.net.named_parameters():
+        torch.testing.assert_close(gpu.net.get_parameter(name).cpu(), param, rtol=1e-4, atol=1e-5, msg=name)
+    assert [row["step"] for row in gpu_history] == [row["step"] for row in cpu_history]
+    for cpu_row, gpu_row in zip(cpu_history, gpu_history, strict=True):
+        assert gpu_row == pytest.approx(cpu_row, rel=1e-3, abs=1e-4)
+
+
+@pytest.mark.parametrize("form", ["linear", "kernel"])
+def test_ntk_on_the_gpu_matches_the_cpu(fit_on, form):
+    data = cpu_drawn(BooleanXOR)
+    outputs = {}
+    for device in ("cpu", "cuda"):
+        model = LinearizedTwoLayerNet(12, 16, lr=0.5, form=form, ensemble_size=2, seed=4)
+        dm = data(dim=12, batch_size=200, train_size=200, test_size=128)
+        fit_on(device, model, dm, 6)
+        x, _ = dm.eval_set("test")
+        outputs[device] = model.scores(x.to(model.device)).detach().cpu()
+    torch.testing.assert_close(outputs["cuda"], outputs["cpu"], rtol=1e-4, atol=1e-5)
+
+
+def test_stepped_probe_on_the_gpu_matches_the_cpu(fit_on):
+    data = cpu_drawn(SparseCoding)
+    results = {}
+    for device in ("cpu", "cuda"):
+        model = SteppedFeatureProbe(**TINY["model"]["init_args"], input_dim=16, ensemble_size=2, seed=1)
+        dm = data(**{**TINY["data"]["init_args"], "batch_size": 300, "seed": 3})  # the whole set per step
+        fit_on(device, model, dm, 2)
+        x, _ = dm.eval_set("test")
+        results[device] = model.scores(x.to(model.device)).detach().cpu()
+    torch.testing.assert_close(results["cuda"], results["cpu"], rtol=1e-3, atol=1e-4)
+
+
+def test_gpu_same_seed_same_weights(fit_on):
+    def run():
+        model = xor_model(noise_std=0.1)
+        fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64), 9)
+        return model.net.w.detach().cpu()
+
+    assert torch.equal(run(), run())
+
+
+def test_gpu_chunked_updates_equal_single_updates(fit_on):
+    def run(updates):
+        model = xor_model(noise_std=0.1, updates_per_batch=updates)
+        phases = XORPhaseDiagnostics(points_per_decade=5)
+        fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64), 17, callbacks=[phases])
+        return model.net.w.detach().cpu(), phases.history
+
+    (w_one, history_one), (w_four, history_four) = run(1), run(4)
+    assert torch.equal(w_one, w_four) and history_one == history_four
+
+
+def test_gpu_stop_and_resume_equals_uninterrupted(fit_on, tmp_path):
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    full = xor_model(noise_std=0.05)
+    fit_on("cuda", full, BooleanXOR(dim=12, batch_size=64), 10)
+    first = xor_model(noise_std=0.05)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=5, save_top_k=-1)
+    fit_on("cuda", first, BooleanXOR(dim=12, batch_size=64), 5, enable_checkpointing=True, callbacks=[ckpt])
+    resumed = xor_model(noise_std=0.05)
+    fit_on("cuda", resumed, BooleanXOR(dim=12, batch_size=64), 10, ckpt_path=str(tmp_path / "epoch=0-step=5.ckpt"))
+    assert torch.equal(resumed.net.w, full.net.w) and torch.equal(resumed.net.a, full.net.a)
+
+
+def test_gpu_ensemble_member_equals_single_run(fit_on):
+    ensemble = xor_model(noise_std=0.1, ensemble_size=3, seed=10)
+    fit_on("cuda", ensemble, BooleanXOR(dim=12, batch_size=64, seed=5), 6)
+    for s in range(3):
+        single = xor_model(noise_std=0.1, ensemble_size=1, seed=10 + s)
+        fit_on("cuda", single, BooleanXOR(dim=12, batch_size=64, seed=5 + s), 6)
+        torch.testing.assert_close(ensemble.net.w[s], single.net.w[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda p: p.stem)
+def test_every_experiment_config_runs_on_the_gpu(tmp_path, experiment):
+    cli = build_cli(
+        [
+            "fit",
+            *("--config", str(experiment), "--config", SMOKE),
+            *("--trainer.accelerator", "gpu", "--trainer.default_root_dir", str(tmp_path)),
+            *("--trainer.logger.init_args.save_dir", str(tmp_path / "runs")),
+        ]
+    )
+    assert cli.trainer.global_step == 3 and cli.trainer.strategy.root_device.type == "cuda"
+    assert cli.datamodule.eval_set("test")[0].device.type == "cuda"  # drawn there during training
+    assert math.isfinite(float(cli.trainer.callback_metrics["test/loss"]))
+
+
+def test_compare_runs_table_1_on_the_gpu(tmp_path):
+    config = {**TINY, "trainer": {**TINY["trainer"], "accelerator": "gpu"}}
+    path = tmp_path / "tiny_gpu.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out")])
+    assert len(results) == 6
+    assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
+    assert (tmp_path / "out" / "table.md").exists()
+
+
+def test_feature_alignment_on_the_gpu(fit_on):
+    alignment = FeatureAlignment(cadence=2, mds_steps=[])
+    model = TwoLayerNet(**TINY["model"]["init_args"], input_dim=16, ensemble_size=2)
+    fit_on("cuda", model, SparseCoding(**TINY["data"]["init_args"]), 4, callbacks=[alignment])
+    assert [row["step"] for row in alignment.history] == [0, 1, 2, 3, 4]
