@@ -11,7 +11,7 @@ Measured side by side in one process, on the same machine, as ratios:
    (default 10), which hands Lightning several steps at once.
 2. An ensemble of S=8 networks in one batched featlearn run against 8 single
    featlearn runs, at a tiny size (d=16, p=32, m=256) where per-step overhead
-   dominates.
+   dominates; on a GPU also S=32 at the experiment size against one run.
 
 Usage: ``python benchmarks/bench_throughput.py [--steps N] [--repeats R] [--device cpu|cuda]``.
 Prints a table. The two sides of a comparison run back to back, ``repeats`` times;
@@ -173,6 +173,16 @@ def main() -> None:
     ours, singles, ratio = paired(args.repeats, ensemble_rate, singles_rate)
     label = "ensemble S=8 vs 8 runs d=16 p=32 m=256 (member-steps/s)"
     print(f"{label:<44}{ours:>12.1f}{singles:>12.1f}{ratio:>8.2f}  >= 4")
+
+    if device == "cuda":  # where ensembles pay most: members fill a GPU that one run leaves idle
+        d, p, m, steps, size = 512, 512, 4096, max(args.steps // 4, 20), 32
+        ours, single, ratio = paired(
+            args.repeats,
+            lambda: size * featlearn_steps_per_s(d, p, m, steps, warmup=10, ensemble_size=size, device=device),
+            lambda: featlearn_steps_per_s(d, p, m, steps, warmup=10, device=device),
+        )
+        label = f"ensemble S={size} vs 1 run d={d} p={p} m={m} (member-steps/s)"
+        print(f"{label:<44}{ours:>12.1f}{single:>12.1f}{ratio:>8.2f}  -")
 
 
 if __name__ == "__main__":

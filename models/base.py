@@ -73,9 +73,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.ensemble_size = ensemble_size
         self.max_members_logged = max_members_logged
         self._groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
-        # First update step whose loss was not finite (0: none yet). A device tensor,
-        # so the check costs no host sync per step.
-        self.register_buffer("_first_bad_step", torch.zeros((), dtype=torch.long), persistent=False)
+        # Per-member losses (S,) of the updates since the last divergence check, from step
+        # _pending_from on. Checked in one go on logging steps, every _CHECK_EVERY updates
+        # and at the end: no per-update kernels or host syncs, and still the exact step.
+        self._pending_losses: list[Tensor] = []
+        self._pending_from = 0
 
     # ------------------------------------------------------------------ subclass API
     def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
@@ -113,6 +115,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
+        self._pending_losses.clear()  # left over only if an earlier fit was interrupted
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
         if self.updates_per_batch > 1 and self.trainer.limit_val_batches != 0:
@@ -182,20 +185,31 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             group["lr"] = scale * lr(step)
         optimizer.step()
 
+    #: The most updates whose losses wait for a divergence check (bounds their memory).
+    _CHECK_EVERY = 256
+
     def _after_update(self, losses: Tensor, step: int, batch_size: int) -> None:
-        """Track divergence (without a host sync) and log on Lightning's cadence; losses (S,)."""
-        finite = torch.isfinite(losses).all()
-        self._first_bad_step.copy_(torch.where((self._first_bad_step == 0) & ~finite, step, self._first_bad_step))
-        if step % self.trainer.log_every_n_steps == 0:
+        """Keep the losses (S,) for the divergence check and log on Lightning's cadence."""
+        if not self._pending_losses:
+            self._pending_from = step
+        self._pending_losses.append(losses)
+        log_step = step % self.trainer.log_every_n_steps == 0
+        if log_step or len(self._pending_losses) >= self._CHECK_EVERY:
             self._raise_if_diverged()
+        if log_step:
             self._log_train(losses, step, batch_size=batch_size)
 
     def on_train_end(self) -> None:  # noqa: D102
         self._raise_if_diverged()
 
     def _raise_if_diverged(self) -> None:
-        bad = int(self._first_bad_step)
-        if bad:
+        """Raise at the first pending update whose loss is NaN or infinite; clear the pending losses."""
+        if not self._pending_losses:
+            return
+        finite = torch.isfinite(torch.stack(self._pending_losses)).all(dim=1)  # (n,)
+        self._pending_losses.clear()
+        if not bool(finite.all()):
+            bad = self._pending_from + int((~finite).nonzero()[0, 0])
             values = ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(bad).items())
             raise FloatingPointError(
                 f"Training diverged: the loss became NaN or infinite at update step {bad} "

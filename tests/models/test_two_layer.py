@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -163,10 +164,33 @@ def test_divergence_stops_with_step_and_rate(fit):
         fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=1)
 
 
-def test_divergence_detected_even_between_log_steps(fit):
-    model = TwoLayerNet(8, 6, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}], seed=0)
-    with pytest.raises(FloatingPointError, match="update step"):
-        fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=50)
+@pytest.mark.parametrize("log_every, updates_per_batch", [(50, 1), (7, 1), (50, 4)])
+def test_divergence_between_log_steps_names_the_same_first_step(fit, log_every, updates_per_batch):
+    """Losses are checked in batches, off the hot path; the step named is the first bad one all the same."""
+
+    def first_bad_step(log_every_n_steps, updates=1):
+        rates = [{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}]
+        model = TwoLayerNet(8, 6, lr=rates, seed=0, updates_per_batch=updates)
+        with pytest.raises(FloatingPointError, match="update step") as error:
+            fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=log_every_n_steps)
+        return int(re.search(r"update step (\d+)", str(error.value)).group(1))
+
+    assert first_bad_step(log_every, updates_per_batch) == first_bad_step(1)
+
+
+def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
+    monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", 4)
+    model = TwoLayerNet(8, 6, lr=0.1, seed=0)
+    seen = []
+    original = TwoLayerNet._raise_if_diverged
+
+    def spy(self):
+        seen.append(len(self._pending_losses))
+        original(self)
+
+    monkeypatch.setattr(TwoLayerNet, "_raise_if_diverged", spy)
+    fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
+    assert seen == [4, 4, 2] and model._pending_losses == []
 
 
 @pytest.mark.parametrize(
