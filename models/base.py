@@ -202,6 +202,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def on_train_end(self) -> None:  # noqa: D102
         self._raise_if_diverged()
 
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Refuse to checkpoint weights a pending loss shows to have diverged."""
+        self._raise_if_diverged()
+
     def _raise_if_diverged(self) -> None:
         """Raise at the first pending update whose loss is NaN or infinite; clear the pending losses."""
         if not self._pending_losses:

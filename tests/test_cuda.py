@@ -29,7 +29,9 @@ from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, XORPhaseDiagn
 from featlearn.cli import build_cli
 from featlearn.compare import compare
 from featlearn.datamodules import BooleanXOR, SparseCoding
+from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
+from featlearn.models.base import ScheduledSGDModule
 
 from .conftest import CONFIGS
 from .featlearn.test_compare import TINY
@@ -76,6 +78,35 @@ class DeviceRecorder(pl.Callback):
 
 
 @pytest.fixture
+def evaluations(monkeypatch):
+    """The (input device, model device) of every ``evaluate`` call: diagnostics, held-out sets, compare."""
+    seen: list[tuple[str, str]] = []
+    original = ScheduledSGDModule.evaluate
+
+    def spy(self, x, y):
+        seen.append((x.device.type, self.device.type))
+        return original(self, x, y)
+
+    monkeypatch.setattr(ScheduledSGDModule, "evaluate", spy)
+    return seen
+
+
+@pytest.fixture
+def drawn_batches(monkeypatch):
+    """The device of every training batch the data models draw."""
+    seen: list[str] = []
+    original = SyntheticDataModule.train_batch
+
+    def spy(self, step):
+        x, y = original(self, step)
+        seen.extend({x.device.type, y.device.type})
+        return x, y
+
+    monkeypatch.setattr(SyntheticDataModule, "train_batch", spy)
+    return seen
+
+
+@pytest.fixture
 def fit_on(fit):
     """fit_on(device, model, datamodule, steps, **kwargs): the conftest ``fit`` on ``cpu`` or ``cuda``."""
 
@@ -91,12 +122,13 @@ def xor_model(**kwargs):
     return TwoLayerNet(12, 16, **options)
 
 
-def test_batches_parameters_and_diagnostics_live_on_the_gpu(fit_on):
+def test_batches_parameters_and_diagnostics_live_on_the_gpu(fit_on, evaluations):
     recorder = DeviceRecorder()
     phases, heldout = XORPhaseDiagnostics(points_per_decade=5), HeldOutAccuracy(cadence=5)
     model = xor_model(noise_std=0.05, updates_per_batch=3)
     fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64, test_size=256), 12, callbacks=[recorder, phases, heldout])
     assert recorder.batch_devices == recorder.model_devices == {"cuda"}
+    assert evaluations and set(evaluations) == {("cuda", "cuda")}  # the diagnostics' held-out evaluations
     assert phases.history and all(math.isfinite(v) for row in phases.history for v in row.values())
     assert {0, 5, 10, 12} <= set(heldout.member_accuracy)
 
@@ -188,7 +220,7 @@ def test_gpu_ensemble_member_equals_single_run(fit_on):
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda p: p.stem)
-def test_every_experiment_config_runs_on_the_gpu(tmp_path, experiment):
+def test_every_experiment_config_runs_on_the_gpu(tmp_path, experiment, drawn_batches, evaluations):
     cli = build_cli(
         [
             "fit",
@@ -198,11 +230,12 @@ def test_every_experiment_config_runs_on_the_gpu(tmp_path, experiment):
         ]
     )
     assert cli.trainer.global_step == 3 and cli.trainer.strategy.root_device.type == "cuda"
-    assert cli.datamodule.eval_set("test")[0].device.type == "cuda"  # drawn there during training
+    assert drawn_batches and set(drawn_batches) == {"cuda"}
+    assert set(evaluations) <= {("cuda", "cuda")}
     assert math.isfinite(float(cli.trainer.callback_metrics["test/loss"]))
 
 
-def test_compare_runs_table_1_on_the_gpu(tmp_path):
+def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
     config = {**TINY, "trainer": {**TINY["trainer"], "accelerator": "gpu"}}
     path = tmp_path / "tiny_gpu.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -210,6 +243,8 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path):
     assert len(results) == 6
     assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
     assert (tmp_path / "out" / "table.md").exists()
+    # Every evaluation, the final train/test accuracies included, ran on the GPU.
+    assert evaluations and set(evaluations) == {("cuda", "cuda")}
 
 
 def test_feature_alignment_on_the_gpu(fit_on):
@@ -217,3 +252,14 @@ def test_feature_alignment_on_the_gpu(fit_on):
     model = TwoLayerNet(**TINY["model"]["init_args"], input_dim=16, ensemble_size=2)
     fit_on("cuda", model, SparseCoding(**TINY["data"]["init_args"]), 4, callbacks=[alignment])
     assert [row["step"] for row in alignment.history] == [0, 1, 2, 3, 4]
+
+
+def test_gpu_divergence_names_the_first_bad_step(fit_on):
+    def first_bad_step(log_every_n_steps):
+        rates = [{"start": 1, "end": 11, "value": 0.1}, {"start": 12, "value": 1e30}]
+        data = BooleanXOR(dim=12, batch_size=64)
+        with pytest.raises(FloatingPointError, match="update step") as error:
+            fit_on("cuda", xor_model(lr=rates), data, 30, log_every_n_steps=log_every_n_steps)
+        return int(str(error.value).split("update step ")[1].split()[0])
+
+    assert first_bad_step(50) == first_bad_step(1) >= 12

@@ -164,18 +164,47 @@ def test_divergence_stops_with_step_and_rate(fit):
         fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=1)
 
 
-@pytest.mark.parametrize("log_every, updates_per_batch", [(50, 1), (7, 1), (50, 4)])
-def test_divergence_between_log_steps_names_the_same_first_step(fit, log_every, updates_per_batch):
-    """Losses are checked in batches, off the hot path; the step named is the first bad one all the same."""
+@pytest.mark.parametrize(
+    "jump, log_every, updates_per_batch, check_every",
+    [(3, 50, 1, 256), (3, 7, 1, 256), (3, 50, 4, 256), (12, 5, 1, 256), (12, 50, 3, 4), (12, 50, 1, 5)],
+)
+def test_divergence_between_log_steps_names_the_same_first_step(
+    fit, monkeypatch, jump, log_every, updates_per_batch, check_every
+):
+    """Losses are checked in batches, off the hot path; the step named is the first bad one all the same.
+
+    With the rate jump at step 12 the divergence falls after earlier checks have
+    flushed the pending losses, so the window's first step must have moved on.
+    """
 
     def first_bad_step(log_every_n_steps, updates=1):
-        rates = [{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}]
+        rates = [{"start": 1, "end": jump - 1, "value": 0.1}, {"start": jump, "value": 1e30}]
         model = TwoLayerNet(8, 6, lr=rates, seed=0, updates_per_batch=updates)
         with pytest.raises(FloatingPointError, match="update step") as error:
-            fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=log_every_n_steps)
+            fit(model, BooleanXOR(dim=8, batch_size=32), 30, log_every_n_steps=log_every_n_steps)
         return int(re.search(r"update step (\d+)", str(error.value)).group(1))
 
-    assert first_bad_step(log_every, updates_per_batch) == first_bad_step(1)
+    reference = first_bad_step(1)
+    assert reference > jump - 1
+    monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", check_every)
+    assert first_bad_step(log_every, updates_per_batch) == reference
+
+
+def test_diverged_weights_are_not_checkpointed(fit, tmp_path):
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    rates = [{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}]
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=10, save_top_k=-1)
+    with pytest.raises(FloatingPointError, match="update step"):
+        fit(
+            TwoLayerNet(8, 6, lr=rates, seed=0),
+            BooleanXOR(dim=8, batch_size=32),
+            20,
+            log_every_n_steps=50,
+            enable_checkpointing=True,
+            callbacks=[ckpt],
+        )
+    assert not list(tmp_path.glob("*.ckpt"))
 
 
 def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
