@@ -16,12 +16,10 @@ of the per-pair ratios (see ``bench_throughput.py``).
 from __future__ import annotations
 
 import argparse
-import tempfile
 import warnings
 
-import pytorch_lightning as pl
 import torch
-from bench_throughput import _StepTimer, paired
+from bench_throughput import paired, timed_fit
 
 from featlearn.datamodules import SparseCoding
 from featlearn.models import LinearizedTwoLayerNet, TwoLayerNet
@@ -42,24 +40,9 @@ SHI = dict(
 
 
 def steps_per_s(make_model, data_args, steps, warmup=5):
-    """Training steps per second of ``make_model(input_dim)`` on a SparseCoding stream."""
-    timer = _StepTimer(warmup)
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer = pl.Trainer(
-            max_steps=warmup + steps,
-            accelerator="cpu",
-            logger=False,
-            default_root_dir=tmp,
-            log_every_n_steps=10,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            limit_val_batches=0,
-            callbacks=[timer],
-        )
-        data = SparseCoding(**data_args)
-        trainer.fit(make_model(data.input_dim), data)
-    return timer.rate()
+    """Training steps per second of ``make_model(input_dim)`` on a SparseCoding stream (no logger)."""
+    data = SparseCoding(**data_args)
+    return timed_fit(make_model(data.input_dim), data, steps, warmup, tensorboard=False)
 
 
 def main() -> None:

@@ -67,15 +67,20 @@ class _StepTimer(pl.Callback):
         return (self.end_step - self.start_step) / (self.end - self.start)
 
 
-def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updates_per_batch=1, device="cpu"):
-    """Steps per second of a featlearn fit (steps after warmup) on ``device`` (cpu or cuda)."""
+def timed_fit(model, datamodule, steps, warmup, device="cpu", tensorboard=True):
+    """Updates per second of ``trainer.fit(model, datamodule)`` after ``warmup`` steps, setup excluded.
+
+    The trainer is the experiments' (TensorBoard every 10 steps, or no logger) with
+    checkpoints, progress bar, summary and validation off, on ``device`` (cpu or cuda).
+    """
     timer = _StepTimer(warmup)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = pl.Trainer(
             max_steps=warmup + steps,
             accelerator="gpu" if device == "cuda" else "cpu",
             devices=1,
-            logger=TensorBoardLogger(tmp, name="bench"),
+            logger=TensorBoardLogger(tmp, name="bench") if tensorboard else False,
+            default_root_dir=tmp,
             log_every_n_steps=10,
             enable_checkpointing=False,
             enable_progress_bar=False,
@@ -83,17 +88,22 @@ def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updat
             limit_val_batches=0,
             callbacks=[timer],
         )
-        model = TwoLayerNet(
-            d,
-            p,
-            lr=0.05,
-            init_scale=1 / math.log(d),
-            ensemble_size=ensemble_size,
-            seed=seed,
-            updates_per_batch=updates_per_batch,
-        )
-        trainer.fit(model, BooleanXOR(dim=d, batch_size=m, seed=seed))
+        trainer.fit(model, datamodule)
     return timer.rate()
+
+
+def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updates_per_batch=1, device="cpu"):
+    """Steps per second of a featlearn fit (steps after warmup) on ``device`` (cpu or cuda)."""
+    model = TwoLayerNet(
+        d,
+        p,
+        lr=0.05,
+        init_scale=1 / math.log(d),
+        ensemble_size=ensemble_size,
+        seed=seed,
+        updates_per_batch=updates_per_batch,
+    )
+    return timed_fit(model, BooleanXOR(dim=d, batch_size=m, seed=seed), steps, warmup, device=device)
 
 
 def plain_steps_per_s(d, p, m, steps, warmup, seed=0, device="cpu"):
