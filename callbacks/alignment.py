@@ -11,6 +11,7 @@ from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.validation import check_int, check_number
 
 
 def cosines(w: Tensor, directions: Tensor) -> Tensor:
@@ -96,8 +97,11 @@ class FeatureAlignment(DiagnosticCallback):
     * ``centres`` (C, d): ``align/centre_coverage``, ``align/centre_max_cos_mean``
       (:func:`centre_coverage`).
 
-    Values are averaged over ensemble members. Every step up to ``dense_until`` is
-    logged (the first steps are where Shi et al.'s features appear), then the cadence.
+    The neurons are the learner's ``first_layer_features()``; a learner without
+    learned neurons (the NTK baseline) gets no ``align/`` metrics and no pictures, as
+    ``featlearn compare`` reports NA for it. Values are averaged over ensemble members.
+    Every step up to ``dense_until`` is logged (the first steps are where Shi et al.'s
+    features appear), then the cadence.
 
     **MDS pictures.** At ``mds_steps`` (default: initialisation, steps 1 and 2, and the
     last step) the neurons of member 0 are embedded in 2-D by metric MDS on the cosine
@@ -139,12 +143,9 @@ class FeatureAlignment(DiagnosticCallback):
             ("coverage_threshold", coverage_threshold),
             ("highlight_cos", highlight_cos),
         ):
-            if not -1.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a cosine in [-1, 1], got {value!r}.")
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise ValueError(f"top must be a positive integer, got {top!r}.")
-        if isinstance(dense_until, bool) or not isinstance(dense_until, int) or dense_until < 0:
-            raise ValueError(f"dense_until must be an integer >= 0, got {dense_until!r}.")
+            check_number(f"FeatureAlignment.{name}", value, -1.0, 1.0, hint=" (a cosine)")
+        check_int("FeatureAlignment.top", top, 1)
+        check_int("FeatureAlignment.dense_until", dense_until, 0)
         mds_steps = [0, 1, 2, -1] if mds_steps is None else list(mds_steps)
         if any(not isinstance(s, int) or s < -1 for s in mds_steps):
             raise ValueError(f"mds_steps must be steps >= 0 (or -1 for the last step), got {mds_steps}.")
@@ -186,8 +187,10 @@ class FeatureAlignment(DiagnosticCallback):
         return step in self.mds_steps or (-1 in self.mds_steps and step == self._last_step)
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:  # noqa: D102
+        w = pl_module.first_layer_features()  # (S, p, d), or None: no learned neurons (the NTK)
+        if w is None:
+            return {}
         truth = trainer.datamodule.ground_truth()
-        w = pl_module.net.w.detach()  # (S, p, d)
         if self._wants_snapshot(step) or step == self.highlight_step:
             self.snapshots[step] = w[0].to("cpu", torch.float64).clone()
         per_member = []

@@ -7,6 +7,8 @@ import abc
 import pytorch_lightning as pl
 import torch
 
+from featlearn.validation import check_int
+
 
 def log_spaced_steps(max_step: int, points_per_decade: int) -> list[int]:
     """Steps 0, 1, 2, ... spaced evenly in log(step), up to and including ``max_step``.
@@ -50,8 +52,7 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
         super().__init__()
         if not (cadence == "log" or (isinstance(cadence, int) and not isinstance(cadence, bool) and cadence > 0)):
             raise ValueError(f"cadence must be 'log' or a positive integer number of steps, got {cadence!r}.")
-        if isinstance(points_per_decade, bool) or not isinstance(points_per_decade, int) or points_per_decade < 1:
-            raise ValueError(f"points_per_decade must be a positive integer, got {points_per_decade!r}.")
+        check_int("points_per_decade", points_per_decade, 1)
         self.cadence = cadence
         self.points_per_decade = points_per_decade
         self.history: list[dict[str, float]] = []

@@ -6,6 +6,7 @@ import pytorch_lightning as pl
 import torch
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.validation import check_choice, check_int
 
 
 class HeldOutAccuracy(DiagnosticCallback):
@@ -30,10 +31,8 @@ class HeldOutAccuracy(DiagnosticCallback):
         self, cadence: str | int = "log", points_per_decade: int = 20, dense_until: int = 10, split: str = "test"
     ) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
-        if isinstance(dense_until, bool) or not isinstance(dense_until, int) or dense_until < 0:
-            raise ValueError(f"dense_until must be an integer >= 0, got {dense_until!r}.")
-        if split not in ("test", "val"):
-            raise ValueError(f"split must be 'test' or 'val', got {split!r}.")
+        check_int("HeldOutAccuracy.dense_until", dense_until, 0)
+        check_choice("HeldOutAccuracy.split", split, ("test", "val"))
         self.dense_until = dense_until
         self.split = split
         #: Per-member accuracies (%) by step: step -> (S,) on the CPU.

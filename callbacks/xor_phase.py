@@ -8,6 +8,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.validation import check_number
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
@@ -99,7 +100,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     ``phase/boundary_step`` (``phase_members/boundary_step_s`` for each member of an
     ensemble) and printed in the run summary at the end of ``fit``.
 
-    Metrics are averaged over ensemble members.
+    The neurons are the learner's ``first_layer_features()`` and ``output_weights()``;
+    for a learner without learned neurons (the NTK baseline) only the margins and the
+    test metrics are logged. Metrics are averaged over ensemble members.
 
     Args:
         cadence: ``"log"`` or every N steps (see :class:`DiagnosticCallback`).
@@ -120,12 +123,15 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         evaluate_test: bool = True,
     ) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
-        if not signal_heavy_ratio > 0:
-            raise ValueError(f"signal_heavy_ratio must be > 0, got {signal_heavy_ratio!r}.")
-        if not 0 < boundary_fraction <= 0.25:
-            raise ValueError(
-                f"boundary_fraction must be in (0, 0.25] (four clusters share the neurons), got {boundary_fraction!r}."
-            )
+        check_number("XORPhaseDiagnostics.signal_heavy_ratio", signal_heavy_ratio, 0.0, strict=True)
+        check_number(
+            "XORPhaseDiagnostics.boundary_fraction",
+            boundary_fraction,
+            0.0,
+            0.25,
+            strict=True,
+            hint=" (four clusters share the neurons)",
+        )
         if not all(0 <= q <= 1 for q in quantiles):
             raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)}.")
         self.signal_heavy_ratio = signal_heavy_ratio
@@ -159,18 +165,22 @@ class XORPhaseDiagnostics(DiagnosticCallback):
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:  # noqa: D102
         truth = trainer.datamodule.ground_truth()
-        w, a = pl_module.net.w.detach(), pl_module.net.a.detach()
-        mu_1, mu_2 = truth["mu_1"].to(w.device, w.dtype), truth["mu_2"].to(w.device, w.dtype)
-        comp = neuron_components(w, a, mu_1, mu_2)
+        w, a = pl_module.first_layer_features(), pl_module.output_weights()  # (S, p, d), (S, p) or None
         metrics: dict[str, Tensor] = {}
-        for name in ("sig", "opp", "perp"):
-            metrics.update(self._summary_stats(f"w_{name}", comp[name]))
-        metrics.update(self._summary_stats("balance", a.abs() / comp["norm"].clamp_min(1e-30)))
-        heavy = signal_heavy(comp, self.signal_heavy_ratio)  # (S, p)
-        metrics["phase/signal_heavy_frac"] = heavy.to(torch.float64).mean()
-        coverage = cluster_coverage(heavy, comp["cluster"])  # (S, 4)
-        metrics["phase/coverage_min"] = coverage.min(dim=1).values.mean()
+        coverage = None
+        if w is not None and a is not None:
+            mu_1, mu_2 = truth["mu_1"].to(w.device, w.dtype), truth["mu_2"].to(w.device, w.dtype)
+            comp = neuron_components(w, a, mu_1, mu_2)
+            for name in ("sig", "opp", "perp"):
+                metrics.update(self._summary_stats(f"w_{name}", comp[name]))
+            metrics.update(self._summary_stats("balance", a.abs() / comp["norm"].clamp_min(1e-30)))
+            heavy = signal_heavy(comp, self.signal_heavy_ratio)  # (S, p)
+            metrics["phase/signal_heavy_frac"] = heavy.to(torch.float64).mean()
+            coverage = cluster_coverage(heavy, comp["cluster"])  # (S, 4)
+            metrics["phase/coverage_min"] = coverage.min(dim=1).values.mean()
 
+        device = pl_module.device
+        mu_1, mu_2 = truth["mu_1"].to(device), truth["mu_2"].to(device)
         points, labels = cluster_points(mu_1, mu_2)
         gamma = labels * pl_module.scores(points)  # (S, 4)
         g = pl_module.margin_loss_derivative_abs(gamma)  # (S, 4)
@@ -187,6 +197,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             metrics["phase/test_loss"] = loss.mean()
             metrics["phase/test_error"] = error.mean()
 
+        if coverage is None:  # no learned neurons (the NTK): no phase boundary to detect
+            return metrics
         reached = coverage.min(dim=1).values >= self.boundary_fraction  # (S,)
         for s, hit in enumerate(reached.tolist()):
             if hit and self.boundary_steps[s] is None:

@@ -10,7 +10,8 @@ require_featlearn_namespace(__name__, "datamodules")
 
 from featlearn.datamodules.base import SyntheticDataModule  # noqa: E402
 from featlearn.datamodules.gaussian_mixture import GaussianMixture  # noqa: E402
+from featlearn.datamodules.hidden_representation import HiddenRepresentation  # noqa: E402
 from featlearn.datamodules.sparse_coding import SparseCoding  # noqa: E402
 from featlearn.datamodules.xor import BooleanXOR  # noqa: E402
 
-__all__ = ["BooleanXOR", "GaussianMixture", "SparseCoding", "SyntheticDataModule"]
+__all__ = ["BooleanXOR", "GaussianMixture", "HiddenRepresentation", "SparseCoding", "SyntheticDataModule"]

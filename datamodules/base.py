@@ -9,9 +9,10 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from featlearn.chunks import StepChunk
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
+from featlearn.steps import StepChunk, StepPlan
+from featlearn.validation import check_int
 
 
 class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
@@ -37,9 +38,15 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
       ``t``. A resumed run continues the same stream; ensemble member ``s`` (of the
       model's ``ensemble_size`` members) sees exactly the data of a single run with
       ``seed + s``.
+    * Several updates per Lightning batch (``updates_per_batch: K``): the stream
+      hands over up to K consecutive steps' batches as one
+      :class:`~featlearn.steps.StepChunk`, ending wherever a diagnostic, a checkpoint
+      or ``max_steps`` looks (:class:`~featlearn.steps.StepPlan`), so results, logs
+      and checkpoints are those of K = 1.
 
-    Batches have shape ``x: (S, B, d)``, ``y: (S, B)`` with ``S`` the model's
-    ``ensemble_size`` (read from the attached model, 1 without one).
+    Batches have shape ``x: (S, B, d)``, ``y: (S, B)`` with ``S`` = ``ensemble_size``.
+    The command line sets it from ``model.init_args.ensemble_size`` (one number for
+    both); code that builds a data model and a learner itself passes the same S to both.
 
     Args:
         batch_size: Samples per update step: a positive integer or a per-step
@@ -49,6 +56,9 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         test_size: Size of the held-out test set (population estimates).
         seed: Seed of the sample streams; fixed while the training seed varies.
         eval_batch_size: Largest chunk evaluated at once on validation/test sets.
+        ensemble_size: S, the number of independent streams (one per ensemble member).
+        updates_per_batch: K, the most update steps one Lightning batch carries (a
+            throughput setting that changes no result).
     """
 
     #: Dtype of the inputs the data model draws.
@@ -65,24 +75,19 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         test_size: int = 16384,
         seed: int = 0,
         eval_batch_size: int = 65536,
+        ensemble_size: int = 1,
+        updates_per_batch: int = 1,
     ) -> None:
         super().__init__()
         self.batch_size = as_schedule(batch_size, "data.batch_size", integer=True, positive=True)
-        for name, value, minimum in (
-            ("train_size", train_size, 1),
-            ("val_size", val_size, 0),
-            ("test_size", test_size, 0),
-            ("eval_batch_size", eval_batch_size, 1),
-        ):
-            if value is None and name == "train_size":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(
-                    f"data.{name} must be an integer >= {minimum}, got {value!r}"
-                    + (" (use null for online sampling)." if name == "train_size" else ".")
-                )
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"data.seed must be a non-negative integer, got {seed!r}.")
+        if train_size is not None:
+            check_int("data.train_size", train_size, 1, hint=" (use null for online sampling)")
+        for name, value, minimum in (("val_size", val_size, 0), ("test_size", test_size, 0)):
+            check_int(f"data.{name}", value, minimum)
+        check_int("data.eval_batch_size", eval_batch_size, 1)
+        check_int("data.seed", seed, 0)
+        self.ensemble_size = check_int("data.ensemble_size", ensemble_size, 1)
+        self.updates_per_batch = check_int("data.updates_per_batch", updates_per_batch, 1)
         self.train_size = train_size
         self.val_size = val_size
         self.test_size = test_size
@@ -120,14 +125,15 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         """
         return {}
 
-    # ------------------------------------------------------------------ properties
-    @property
-    def ensemble_size(self) -> int:
-        """Number of independent streams: the attached model's ``ensemble_size``."""
-        trainer = getattr(self, "trainer", None)
-        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
-        return int(getattr(module, "ensemble_size", 1))
+    def process_constants(self) -> dict[str, float]:
+        """Constants of a paper's training process that follow from this distribution.
 
+        For example Shi et al.'s sigma_w = 1/k (see :meth:`SparseCoding.process_constants`).
+        The command line fills a learner's unset (null) constants from these. Default: none.
+        """
+        return {}
+
+    # ------------------------------------------------------------------ properties
     @property
     def device(self) -> torch.device:
         """The training device (CPU when no trainer is attached)."""
@@ -288,8 +294,8 @@ def _plain(value):
 class _StepStream:
     """Yields the batch of each update step, from the trainer's current step on.
 
-    When the model carries several updates per Lightning batch, consecutive steps'
-    batches come together as a :class:`StepChunk` of the length the model asks for.
+    With ``updates_per_batch`` > 1, consecutive steps' batches come together as a
+    :class:`StepChunk` whose length the :class:`StepPlan` gives.
 
     Lightning may fetch a batch ahead; since the batch of step ``t`` depends only on
     ``t``, prefetching and resuming do not change what each step trains on.
@@ -299,16 +305,16 @@ class _StepStream:
         self.datamodule = datamodule
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor] | StepChunk]:
-        trainer = getattr(self.datamodule, "trainer", None)
+        data = self.datamodule
+        trainer = getattr(data, "trainer", None)
         step = trainer.global_step if trainer is not None else 0
-        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
-        updates_in_batch = getattr(module, "updates_in_batch", None)
+        plan = StepPlan.from_trainer(trainer, data.updates_per_batch)  # gathered once per stream
         while True:
-            size = updates_in_batch(step + 1) if updates_in_batch is not None else 1
+            size = plan.chunk_length(step + 1)
             if size == 1:
-                yield self.datamodule.train_batch(step + 1)
-            else:  # the model asked for several steps per batch (updates_per_batch)
-                yield StepChunk(self.datamodule.train_batch(s) for s in range(step + 1, step + size + 1))
+                yield data.train_batch(step + 1)
+            else:
+                yield StepChunk(data.train_batch(s) for s in range(step + 1, step + size + 1))
             step += size
 
 

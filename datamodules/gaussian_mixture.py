@@ -8,9 +8,10 @@ import torch
 from torch import Tensor
 
 from featlearn.datamodules.base import SyntheticDataModule
-from featlearn.datamodules.sparse_coding import orthonormal_columns
+from featlearn.linalg import orthonormal_columns
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
+from featlearn.validation import check_int, check_number
 
 #: Largest k: ground_truth() lists all 2^k cluster centres.
 MAX_K = 20
@@ -66,8 +67,7 @@ class GaussianMixture(SyntheticDataModule):
     ) -> None:
         super().__init__(batch_size=batch_size, **kwargs)
         for name, value in (("d", d), ("k", k)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"data.{name} must be an integer >= 1, got {value!r}.")
+            check_int(f"data.{name}", value, 1)
         if k > d:
             raise ValueError(
                 f"data.k must be <= data.d (k orthonormal directions in R^d), got k={k} > d={d}: "
@@ -77,15 +77,8 @@ class GaussianMixture(SyntheticDataModule):
             raise ValueError(
                 f"data.k must be <= {MAX_K} (the 2^k cluster centres are listed by ground_truth), got {k}."
             )
-        if (
-            isinstance(sigma_r, bool)
-            or not isinstance(sigma_r, (int, float))
-            or not math.isfinite(sigma_r)
-            or sigma_r < 0
-        ):
-            raise ValueError(f"data.sigma_r must be a finite number >= 0 (the noise-to-signal ratio), got {sigma_r!r}.")
-        if isinstance(structure_seed, bool) or not isinstance(structure_seed, int) or structure_seed < 0:
-            raise ValueError(f"data.structure_seed must be a non-negative integer, got {structure_seed!r}.")
+        sigma_r = check_number("data.sigma_r", sigma_r, minimum=0.0, hint=" (the noise-to-signal ratio)")
+        check_int("data.structure_seed", structure_seed, 0)
         self.d, self.k, self.sigma_r = d, k, float(sigma_r)
         self.structure_seed = structure_seed
         self._m: Tensor | None = None  # (d, k), float64 on the CPU

@@ -6,8 +6,10 @@ import torch
 from torch import Tensor
 
 from featlearn.datamodules.base import SyntheticDataModule
+from featlearn.linalg import orthonormal_columns
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
+from featlearn.validation import check_bool, check_int, is_int
 
 
 class BooleanXOR(SyntheticDataModule):
@@ -53,13 +55,14 @@ class BooleanXOR(SyntheticDataModule):
         **kwargs,
     ) -> None:
         super().__init__(batch_size=batch_size, **kwargs)
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise ValueError(f"data.dim must be an integer >= 2 (XOR needs two coordinates), got {dim!r}.")
+        check_int("data.dim", dim, 2, hint=" (XOR needs two coordinates)")
         pair = tuple(pair)
-        if len(pair) != 2 or not all(isinstance(k, int) and 0 <= k < dim for k in pair):
+        if len(pair) != 2 or not all(is_int(k) and 0 <= k < dim for k in pair):
             raise ValueError(f"data.pair must be two coordinates in [0, {dim - 1}] (0-based), got {list(pair)}.")
         if pair[0] == pair[1]:
             raise ValueError(f"data.pair must name two different coordinates, got {list(pair)}.")
+        check_bool("data.rotate", rotate)
+        check_int("data.rotation_seed", rotation_seed, 0)
         self.dim = dim
         self.pair = pair
         self.rotate = rotate
@@ -78,8 +81,7 @@ class BooleanXOR(SyntheticDataModule):
             return None
         if self._rotation is None:
             gen = torch.Generator().manual_seed(derive_seed(self.rotation_seed, STRUCTURE))
-            q, r = torch.linalg.qr(torch.randn(self.dim, self.dim, generator=gen, dtype=torch.float64))
-            self._rotation = q * torch.sign(torch.diagonal(r))  # Haar: fix QR's sign ambiguity
+            self._rotation = orthonormal_columns(self.dim, self.dim, gen)  # Haar-random orthogonal
         return self._rotation
 
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:

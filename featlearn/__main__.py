@@ -1,6 +1,6 @@
 """``python -m featlearn``: the same command line as ``featlearn``."""
 
-from featlearn.cli import main
+from featlearn.main import main
 
 if __name__ == "__main__":
     main()

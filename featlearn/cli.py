@@ -1,19 +1,19 @@
-"""The ``featlearn`` command line: a LightningCLI over featlearn's data models and learners.
+"""featlearn's LightningCLI: ``featlearn fit|validate|test|predict`` over its data models and learners.
 
-``featlearn fit --config configs/experiments/glasgow_xor.yaml`` builds the data model,
-the learner, the trainer and its callbacks from the config, trains, then evaluates
-the test set. ``featlearn compare --config ... --seeds 5 --out DIR`` runs several
-methods on one experiment (see :mod:`featlearn.compare`). ``configs/base.yaml``
-(trainer defaults, logger, cadence) is loaded first when the repository's ``configs/``
-folder is present; later ``--config`` files and command-line flags override it.
+``featlearn fit --config glasgow_xor`` builds the data model, the learner, the
+trainer and its callbacks from the config, trains, then evaluates the test set. The
+shipped ``base.yaml`` (trainer defaults, logger, cadence) is loaded first in every
+install; later ``--config`` files (paths, or names of shipped configs, see
+:mod:`featlearn.config_files`) and command-line flags override it. The console script
+and the other commands dispatch from :mod:`featlearn.main`.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import warnings
-from pathlib import Path
 
 # pytorch_lightning.cli calls jsonargparse APIs that jsonargparse 4.49+ marks as
 # deprecated; the warnings are Lightning's to fix and only confuse users.
@@ -31,10 +31,11 @@ from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
+from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
 
-#: The repository's config folder (present in a checkout / editable install).
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-BASE_CONFIG = CONFIG_DIR / "base.yaml"
+#: Process constants a learner may leave null for the data model to fill:
+#: ``model.init_args.init.<name>`` <- ``data.process_constants()[<name>]``.
+INIT_CONSTANTS = ("sigma_w", "sigma_b", "sigma_a")
 
 
 class RunFolderConfig(SaveConfigCallback):
@@ -55,6 +56,13 @@ class FeatlearnCLI(LightningCLI):
 
     * ``data.input_dim`` is linked into ``model.init_args.input_dim`` once the data
       model is built (so a config never states d twice).
+    * ``model.init_args.ensemble_size`` is copied into ``data.init_args.ensemble_size``
+      before either is built: one number says how many independent runs train together.
+    * Constants of a paper's process that a config leaves null are filled from the
+      data model's ``process_constants()``: ``model.init_args.init.sigma_w``,
+      ``sigma_b``, ``sigma_a`` and null segment values of ``model.init_args.noise_std``
+      (from ``sigma_xi``). So ``--data.init_args.k 7`` on a Shi experiment trains with
+      k = 7's constants, and a number a user writes always wins.
     * The learner owns its optimizer and schedules (``auto_configure_optimizers``
       is off: ``--optimizer`` would silently replace them).
     * After ``fit``, the test set is evaluated (``test/loss``, ``test/error``) unless
@@ -64,6 +72,12 @@ class FeatlearnCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
         parser.link_arguments("data.input_dim", "model.init_args.input_dim", apply_on="instantiate")
         parser.add_argument("--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit.")
+
+    def before_instantiate_classes(self) -> None:
+        """Give the data model the learner's ensemble size and fill null process constants."""
+        config = self.config.get(self.subcommand) if self.subcommand else self.config
+        share_ensemble_size(config)
+        fill_process_constants(config)
 
     def after_fit(self) -> None:
         """Evaluate the test set on the final weights (skipped for fast_dev_run)."""
@@ -85,7 +99,11 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
     Returns:
         The CLI object (``cli.trainer``, ``cli.model``, ``cli.datamodule``).
     """
-    defaults = [str(BASE_CONFIG)] if BASE_CONFIG.is_file() else []
+    if args is None:  # the console script: resolve in place, so LightningCLI reads sys.argv as usual
+        sys.argv[1:] = resolve_config_args(sys.argv[1:])
+    else:
+        args = resolve_config_args(list(args))
+    defaults = [str(base_config())]
     parser_kwargs = (
         {sub: {"default_config_files": defaults} for sub in ("fit", "validate", "test", "predict")}
         if run
@@ -105,20 +123,62 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
     )
 
 
-def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``featlearn`` console script and ``python -m featlearn``.
+def share_ensemble_size(config) -> None:
+    """Copy ``model.init_args.ensemble_size`` into ``data.init_args.ensemble_size`` (in place).
 
-    ``featlearn compare ...`` runs :mod:`featlearn.compare`; every other subcommand
-    (fit, validate, test, predict) is the LightningCLI's.
+    Raises:
+        ValueError: If the config gives the data model another ensemble size (other than 1).
     """
-    args = sys.argv[1:] if args is None else list(args)
-    if args and args[0] == "compare":
-        from featlearn.compare import main as compare_main
-
-        compare_main(args[1:])
+    size = config.get("model.init_args.ensemble_size")
+    data_args = config.get("data.init_args")
+    if size is None or data_args is None or "ensemble_size" not in data_args:
         return
-    build_cli(args)
+    given = data_args.get("ensemble_size")
+    if given not in (1, size):
+        raise ValueError(
+            f"data.init_args.ensemble_size = {given} but model.init_args.ensemble_size = {size}: set the "
+            f"ensemble size on the model only; the command line gives the data model the same number."
+        )
+    data_args["ensemble_size"] = size
 
 
-if __name__ == "__main__":
-    main()
+def fill_process_constants(config) -> None:
+    """Fill the learner's null process constants from the data model's ``process_constants()`` (in place).
+
+    Only a config that leaves one null pays for building the data model here.
+
+    Raises:
+        ValueError: If a null constant has no value from the data model.
+    """
+    init = config.get("model.init_args.init")
+    missing = [name for name in INIT_CONSTANTS if init is not None and name in init and init.get(name) is None]
+    missing = missing if init is not None and init.get("scheme") == "gaussian_symmetric" else []
+    noise = config.get("model.init_args.noise_std")
+    null_segments = []
+    if isinstance(noise, list):
+        null_segments = [i for i, seg in enumerate(noise) if isinstance(seg, dict) and seg.get("value") is None]
+    if not (missing or null_segments):
+        return
+    constants = _build(config.get("data")).process_constants()
+    for name in missing:
+        if name not in constants:
+            raise ValueError(
+                f"model.init_args.init.{name} is null, to be derived from the data model, but "
+                f"{config.get('data.class_path')} states no {name}: set a number."
+            )
+        init[name] = constants[name]
+    for i in null_segments:
+        if "sigma_xi" not in constants:
+            raise ValueError(
+                f"model.init_args.noise_std[{i}].value is null, to be derived from the data model's sigma_xi, but "
+                f"{config.get('data.class_path')} states none: set a number."
+            )
+        noise[i] = {**noise[i], "value": constants["sigma_xi"]}
+
+
+def _build(spec):
+    """Instantiate a ``{class_path, init_args}`` group of the parsed config."""
+    module, _, name = spec.class_path.rpartition(".")
+    init_args = spec.get("init_args")
+    kwargs = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+    return getattr(importlib.import_module(module), name)(**kwargs)

@@ -6,7 +6,7 @@ structure. This command runs such a comparison from one experiment config::
 
     featlearn compare --config configs/experiments/shi_parity.yaml --seeds 5 --out DIR
 
-* **Methods** come from a methods file (default ``configs/compare/shi.yaml``): each
+* **Methods** come from a methods file (default: the shipped ``compare/shi.yaml``): each
   is a set of overrides of the experiment config, written in the config's own shape
   (``model``, ``data``, ``trainer``), plus ``without_structure: true`` for the data
   model's structure-free variant (:meth:`SyntheticDataModule.structure_free_overrides`).
@@ -48,15 +48,19 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from featlearn.cli import CONFIG_DIR
+from featlearn.config_files import resolve_config
 
 #: The default methods file: Table 1 of Shi et al. (2022).
-DEFAULT_METHODS = CONFIG_DIR / "compare" / "shi.yaml"
+DEFAULT_METHODS = "compare/shi"
+#: How a method's run is built: ``build(args, run=True)`` -> an object with ``trainer``,
+#: ``model`` and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point).
+BuildRun = Callable[..., object]
 #: Table rows: (csv metric name, row label, decimals).
 METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
 _METHOD_KEYS = {"model", "data", "trainer", "without_structure"}
@@ -137,7 +141,7 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
 
 
 # ---------------------------------------------------------------------- one method
-def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path) -> dict:
+def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path, build: BuildRun) -> dict:
     """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
     config = copy.deepcopy(deep_merge(experiment, method.overrides))  # edited below: share nothing
     if seed is not None:
@@ -146,7 +150,7 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
         data = config.get("data")
         if not isinstance(data, dict) or "class_path" not in data:
             raise ValueError(f"Method {method.name!r} needs the experiment config to give data.class_path.")
-        overrides = _structure_free_overrides(config)
+        overrides = _structure_free_overrides(config, build)
         config["data"] = deep_merge(data, {"init_args": overrides})
     model = config.setdefault("model", {})
     model.setdefault("init_args", {})["ensemble_size"] = seeds
@@ -162,21 +166,19 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     return config
 
 
-def _structure_free_overrides(config: dict) -> dict:
+def _structure_free_overrides(config: dict, build: BuildRun) -> dict:
     """Ask the configured data model for its ``init_args`` without input structure."""
-    from featlearn.cli import build_cli
-
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        cli = build_cli(["--config", str(path), "--trainer.logger", "false"], run=False)
+        cli = build(["--config", str(path), "--trainer.logger", "false"], run=False)
     try:
         return cli.datamodule.structure_free_overrides()
     except NotImplementedError as err:
         raise ValueError(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
 
 
-def run_method(config_path: Path) -> dict:
+def run_method(config_path: Path, build: BuildRun) -> dict:
     """Train one method's ensemble with ``featlearn fit`` and measure it per seed.
 
     Returns:
@@ -186,11 +188,10 @@ def run_method(config_path: Path) -> dict:
     import torch
 
     from featlearn.callbacks.alignment import feature_alignment
-    from featlearn.cli import build_cli
 
     argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:
-        cli = build_cli(["fit", "--config", str(config_path), "--test_after_fit", "false"])
+        cli = build(["fit", "--config", str(config_path), "--test_after_fit", "false"])
     finally:
         sys.argv = argv
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
@@ -210,7 +211,7 @@ def run_method(config_path: Path) -> dict:
     if data.train_size is not None:
         _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
-    features = model.first_layer_features() if hasattr(model, "first_layer_features") else None
+    features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
     truth = data.ground_truth().get("feature")
     result["cos_similarity"] = None
     if features is not None and truth is not None:
@@ -280,7 +281,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--seeds", type=int, default=5, help="Number of seeds (ensemble members), default 5.")
     parser.add_argument("--out", required=True, help="Output folder DIR.")
-    parser.add_argument("--methods", default=str(DEFAULT_METHODS), help="Methods file (default: %(default)s).")
+    parser.add_argument(
+        "--methods", default=DEFAULT_METHODS, help="Methods file, a path or a shipped name (default: %(default)s)."
+    )
     parser.add_argument("--only", nargs="+", default=None, help="Run only these methods (names as in the file).")
     parser.add_argument("--seed", type=int, default=None, help="First seed (default: the config's seed_everything).")
     parser.add_argument("--overwrite", action="store_true", help="Discard results in DIR whose config changed.")
@@ -292,13 +295,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def compare(argv: list[str]) -> dict[str, dict]:
-    """Run ``featlearn compare`` with arguments ``argv``; returns the per-seed results by method."""
+def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
+    """Run ``featlearn compare`` with arguments ``argv``; returns the per-seed results by method.
+
+    Args:
+        argv: The command's arguments (see :func:`parse_args`).
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+    """
     args = parse_args(argv)
-    methods = load_methods(Path(args.methods), args.only)
+    methods = load_methods(resolve_config(args.methods), args.only)
     experiment: dict = {}
     for path in args.config:
-        experiment = deep_merge(experiment, _load_yaml(Path(path), "--config"))
+        experiment = deep_merge(experiment, _load_yaml(resolve_config(path), "--config"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -306,7 +314,7 @@ def compare(argv: list[str]) -> dict[str, dict]:
     times: dict[str, float] = {}
     for method in methods:
         folder = out / "methods" / method.slug
-        config = method_config(experiment, method, args.seeds, args.seed, out)
+        config = method_config(experiment, method, args.seeds, args.seed, out, build)
         text = yaml.safe_dump(config, sort_keys=False)
         digest = hashlib.sha256(text.encode()).hexdigest()
         result_file = folder / "result.json"
@@ -330,7 +338,7 @@ def compare(argv: list[str]) -> dict[str, dict]:
         config_path.write_text(text)
         print(f"[compare] {method.name}: featlearn fit --config {config_path}", flush=True)
         start = time.perf_counter()
-        metrics = run_method(config_path)
+        metrics = run_method(config_path, build)
         seconds = time.perf_counter() - start
         result_file.write_text(
             json.dumps({"method": method.name, "digest": digest, "seconds": seconds, "metrics": metrics}, indent=1)
@@ -350,10 +358,10 @@ def compare(argv: list[str]) -> dict[str, dict]:
     return results
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: ``featlearn compare ...``."""
+def main(argv: list[str], build: BuildRun) -> None:
+    """Entry point of ``featlearn compare ...`` (called by :mod:`featlearn.main` with the CLI's ``build``)."""
     try:
-        compare(sys.argv[2:] if argv is None else argv)
+        compare(argv, build)
     except (ValueError, FileNotFoundError) as err:
         print(f"featlearn compare: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None

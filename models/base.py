@@ -9,9 +9,10 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
-from featlearn.chunks import StepChunk
 from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule
+from featlearn.steps import StepChunk
+from featlearn.validation import check_choice, check_int
 
 
 class ScheduledSGDModule(pl.LightningModule, abc.ABC):
@@ -34,39 +35,32 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     independent. The update runs under manual optimization so that the schedules,
     not an optimizer config, define the step.
 
-    A subclass builds its network, then calls :meth:`_set_groups` with its
-    parameter groups and their rate and decay schedules, and implements
-    :meth:`training_output` and :meth:`scores`.
+    A subclass builds its network ``self.net`` (a plain ``nn.Module``), then calls
+    :meth:`_set_groups` with its parameter groups and their rate and decay schedules,
+    and implements :meth:`training_output` and :meth:`scores`.
 
-    **Several updates per Lightning batch.** Lightning's per-batch machinery (hooks,
-    fetcher, optimizer wrappers) costs about a millisecond, as much as a small
-    network's whole update. With ``updates_per_batch: K`` the data stream hands over
-    up to K consecutive steps' batches at once (a :class:`StepChunk`) and
-    :meth:`training_step` makes one update per batch in it, so ``global_step`` still
-    counts updates. Chunks end at every step a diagnostic, a checkpoint or
-    ``max_steps`` needs (:meth:`updates_in_batch`), so the run, its logs and its
-    checkpoints are the same as with K = 1. Callbacks that are not featlearn
-    diagnostics see only the chunks' last steps, and Lightning's validation interval
-    counts chunks: validation during fit is refused with K > 1.
+    **What observers read.** Diagnostics and commands read a learner only through
+    :meth:`scores`, :meth:`evaluate_dataset`, :meth:`first_layer_features` and
+    :meth:`output_weights` (None where the learner has no such thing, as the NTK has
+    no learned neurons), :attr:`ensemble_size` and :attr:`margin_loss_derivative_abs`:
+    never through the network's attributes.
+
+    **Several updates per Lightning batch.** When the data model's stream carries
+    several consecutive steps in one batch (a :class:`~featlearn.steps.StepChunk`, see
+    ``data.updates_per_batch``), :meth:`training_step` makes one update per element,
+    so ``global_step`` still counts updates.
 
     Args:
         loss: ``logistic`` or ``hinge`` (see :mod:`featlearn.models.losses`).
         ensemble_size: S, the number of independent members.
         max_members_logged: Log per-member curves when S is at most this.
-        updates_per_batch: K, the most SGD updates per Lightning batch (a throughput
-            setting that changes no result).
     """
 
-    def __init__(
-        self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8, updates_per_batch: int = 1
-    ) -> None:
+    def __init__(self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8) -> None:
         super().__init__()
-        if loss not in LOSSES:
-            raise ValueError(f"model.loss must be one of {sorted(LOSSES)}, got {loss!r}.")
-        for name, value in (("ensemble_size", ensemble_size), ("updates_per_batch", updates_per_batch)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"model.{name} must be an integer >= 1, got {value!r}.")
-        self.updates_per_batch = updates_per_batch
+        check_choice("model.loss", loss, sorted(LOSSES))
+        check_int("model.ensemble_size", ensemble_size, 1)
+        check_int("model.max_members_logged", max_members_logged, 0)
         self.automatic_optimization = False
         self.loss_name = loss
         self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
@@ -91,6 +85,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     @abc.abstractmethod
     def scores(self, x: Tensor) -> Tensor:
         """The outputs f (S, B) at evaluation (no noise)."""
+
+    def first_layer_features(self) -> Tensor | None:
+        """The learned first-layer neurons w (S, p, d) that alignment diagnostics read; None if none."""
+        return None
+
+    def output_weights(self) -> Tensor | None:
+        """The second-layer weights a (S, p) on :meth:`first_layer_features`'s neurons; None if none."""
+        return None
 
     def gradient_scale(self) -> float:
         """The factor c multiplying each gradient step (1 by default)."""
@@ -118,40 +120,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self._pending_losses.clear()  # left over only if an earlier fit was interrupted
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
-        if self.updates_per_batch > 1 and self.trainer.limit_val_batches != 0:
-            raise ValueError(
-                f"model.updates_per_batch = {self.updates_per_batch} puts several updates in one Lightning batch, "
-                f"so Lightning's validation interval would count chunks, not steps. Set "
-                f"trainer.limit_val_batches: 0 (featlearn's diagnostics evaluate held-out data at exact steps), "
-                f"or model.updates_per_batch: 1."
-            )
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
         """Mean loss of each member: f, y (S, B) -> (S,)."""
         return self.margin_loss(y * f).mean(dim=1)
-
-    def updates_in_batch(self, step: int) -> int:
-        """How many consecutive updates, from ``step`` on, the next Lightning batch carries.
-
-        Up to :attr:`updates_per_batch`, but a batch always ends where something outside
-        the model looks at it: ``trainer.max_steps``, a step at which a callback with an
-        ``is_due(step)`` method (every featlearn diagnostic) runs, and a multiple of a
-        ``ModelCheckpoint``'s ``every_n_train_steps``. Those observers therefore see
-        exactly the steps they would see with one update per batch.
-        """
-        size = self.updates_per_batch
-        if size == 1 or self._trainer is None:
-            return 1
-        trainer = self.trainer
-        last = step + size - 1
-        if trainer.max_steps is not None and trainer.max_steps > 0:
-            last = min(last, trainer.max_steps)
-        due = [cb.is_due for cb in trainer.callbacks if callable(getattr(cb, "is_due", None))]
-        every = [n for cb in trainer.callbacks if (n := getattr(cb, "_every_n_train_steps", 0) or 0) > 0]
-        for s in range(step, last):
-            if any(is_due(s) for is_due in due) or any(s % n == 0 for n in every):
-                return s - step + 1
-        return max(last - step + 1, 1)
 
     def training_step(self, batch: tuple[Tensor, Tensor] | StepChunk, batch_idx: int) -> Tensor:
         """The update(s) a Lightning batch carries: one (x, y), or a :class:`StepChunk` of several."""
@@ -165,6 +137,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """One SGD update of every member on its batch x (S, B, d), y (S, B)."""
         x, y = batch
         step = self.global_step + 1
+        self._check_members(x)
         losses = self.member_losses(self.training_output(x, step), y)  # (S,)
         objective = losses.sum()
         for params, _, wd in self._groups.values():
@@ -177,6 +150,15 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self._step_optimizer(optimizer, step)
         self._after_update(losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
+
+    def _check_members(self, x: Tensor) -> None:
+        """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
+        if x.shape[0] != self.ensemble_size:
+            raise ValueError(
+                f"The data model draws {x.shape[0]} stream(s) per batch but model.ensemble_size is "
+                f"{self.ensemble_size}: give the data model the same ensemble_size (the command line "
+                f"copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
+            )
 
     def _step_optimizer(self, optimizer, step: int) -> None:
         """Set every group's rate c * eta_g(step) and take the SGD step on the gradients in place."""
@@ -229,6 +211,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         metrics = {"train/loss": mean}
         metrics.update(self._member_metrics("train", "loss", losses))
         metrics.update({f"sched/{k}": v for k, v in self.scheduled_values(step).items()})
+        metrics["sched/batch_size"] = batch_size  # what the data model drew for this step
         if self.trainer.is_global_zero:
             metrics = {k: float(v) for k, v in metrics.items()}
             for logger in self.loggers:

@@ -1,15 +1,22 @@
-r"""Plain ``nn.Module`` networks (no training logic): the two-layer network.
+r"""Plain ``nn.Module`` networks (no training logic): the two-layer network and its linearisation.
 
-The learner that trains them is a LightningModule in :mod:`featlearn.models.two_layer`.
+A network says what it computes and how it is initialised; the learners in
+:mod:`featlearn.models.two_layer` (and its subclasses) train it. A config states a
+network as two groups, the architecture (:class:`TwoLayerArchitecture`) and the
+initialisation (:class:`Initialization`), beside the learner's training settings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from featlearn.seeding import INIT, derive_seed
+from featlearn.validation import check_choice, check_int, check_number
 
 
 def truncated_relu(z: Tensor) -> Tensor:
@@ -68,6 +75,75 @@ SMOOTHED_DERIVATIVES: dict[str, Callable[[Tensor, float], Tensor]] = {
 INITS = ("sphere", "gaussian_symmetric")
 
 
+@dataclass
+class TwoLayerArchitecture:
+    """What the two-layer network computes (config group ``network``).
+
+    Args:
+        width: p, the number of hidden neurons.
+        activation: ``relu``, ``truncated_relu`` (min(1, max(0, z))) or ``quadratic``.
+        bias: Whether the hidden layer has biases b.
+        output_scale: ``mean_field`` (c = 1/p, Glasgow) or ``standard`` (c = 1, Shi).
+    """
+
+    width: int
+    activation: str = "relu"
+    bias: bool = False
+    output_scale: str = "mean_field"
+
+    def __post_init__(self) -> None:
+        check_int("model.network.width", self.width, 1)
+        check_choice("model.network.activation", self.activation, sorted(ACTIVATIONS))
+        check_choice("model.network.output_scale", self.output_scale, OUTPUT_SCALES)
+        if not isinstance(self.bias, bool):
+            raise ValueError(f"model.network.bias must be true or false, got {self.bias!r}.")
+
+
+@dataclass
+class Initialization:
+    """How the two-layer network's parameters start (config group ``init``).
+
+    * ``sphere`` (Glasgow 2023): w_j uniform on the sphere of radius ``scale``
+      (default 1/log d, Theorem 3.1 with C = 1), a_j = eps_j ||w_j||, b = 0.
+    * ``gaussian_symmetric`` (Shi et al. 2022, Section 3.1): w ~ N(0, sigma_w^2 I),
+      b ~ N(0, sigma_b^2), a ~ N(0, sigma_a^2) for half the neurons, mirrored pairs
+      with negated a, so f = 0 at initialisation. A sigma left null is filled by the
+      command line from the data model's ``process_constants()`` (for Shi's data:
+      sigma_w = 1/k, sigma_b = 1/k^2, sigma_a = sigma~^2 / (gamma k^2)).
+
+    Args:
+        scheme: ``sphere`` or ``gaussian_symmetric``.
+        scale: theta for ``sphere``.
+        sigma_w: Std of w for ``gaussian_symmetric``.
+        sigma_b: Std of b for ``gaussian_symmetric``.
+        sigma_a: Std of a for ``gaussian_symmetric``.
+    """
+
+    scheme: str = "sphere"
+    scale: float | None = None
+    sigma_w: float | None = None
+    sigma_b: float | None = None
+    sigma_a: float | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("model.init.scheme", self.scheme, INITS)
+        if self.scale is not None:
+            check_number("model.init.scale", self.scale, 0.0, strict=True)
+        for name in ("sigma_w", "sigma_b", "sigma_a"):
+            value = getattr(self, name)
+            if value is not None:
+                check_number(f"model.init.{name}", value, 0.0)
+
+
+def as_dataclass(value, cls):
+    """``value`` as an instance of the dataclass ``cls`` (a mapping is unpacked into it)."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        return cls(**value)
+    raise ValueError(f"Expected a {cls.__name__} or a mapping of its fields, got {value!r}.")
+
+
 class TwoLayerNetwork(nn.Module):
     r"""An ensemble of S independent two-layer networks evaluated in one batched call.
 
@@ -97,10 +173,7 @@ class TwoLayerNetwork(nn.Module):
         output_scale: str = "mean_field",
     ) -> None:
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}.")
-        if output_scale not in OUTPUT_SCALES:
-            raise ValueError(f"output_scale must be one of {OUTPUT_SCALES}, got {output_scale!r}.")
+        TwoLayerArchitecture(width, activation, bias, output_scale)  # validates
         self.input_dim, self.width, self.ensemble_size = input_dim, width, ensemble_size
         self.activation = activation
         self.sigma = ACTIVATIONS[activation]
@@ -136,10 +209,10 @@ class TwoLayerNetwork(nn.Module):
 
     def hidden(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
         """The hidden features sigma(w_j . x + b_j (+ xi)): x (S, B, d) or (B, d) -> (S, B, p)."""
-        z = self.preactivation(self._per_member(x))  # (S, B, p)
+        z = self.preactivation(self.per_member(x))  # (S, B, p)
         if noise is not None:
             z = z + noise
-        return SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)
+        return self.activate(z, smoothing_std)
 
     def activation_derivative(self, z: Tensor, smoothing_std: float = 0.0) -> Tensor:
         """sigma'(z) (or the smoothed activation's derivative when ``smoothing_std`` > 0)."""
@@ -147,9 +220,32 @@ class TwoLayerNetwork(nn.Module):
             return SMOOTHED_DERIVATIVES[self.activation](z, smoothing_std)
         return ACTIVATION_DERIVATIVES[self.activation](z)
 
-    def _per_member(self, x: Tensor) -> Tensor:
+    def per_member(self, x: Tensor) -> Tensor:
         """Broadcast x (B, d) shared by all members to (S, B, d); (S, B, d) is unchanged."""
         return x.unsqueeze(0).expand(self.ensemble_size, -1, -1) if x.dim() == 2 else x
+
+    def activate(self, z: Tensor, smoothing_std: float = 0.0) -> Tensor:
+        """sigma(z), or its Gaussian smoothing E_xi sigma(z + xi) when ``smoothing_std`` > 0."""
+        return SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)
+
+    @torch.no_grad()
+    def initialize_(self, init: Initialization, seed: int) -> None:
+        """Draw the initial parameters; member s from the stream ``(seed + s, INIT)``.
+
+        Raises:
+            ValueError: If a ``gaussian_symmetric`` std is unset or the width is odd.
+        """
+        generators = [torch.Generator().manual_seed(derive_seed(seed + s, INIT)) for s in range(self.ensemble_size)]
+        if init.scheme == "sphere":
+            self.init_sphere_(default_init_scale(self.input_dim) if init.scale is None else init.scale, generators)
+            return
+        for name in ("sigma_w", "sigma_b", "sigma_a"):
+            if getattr(init, name) is None:
+                raise ValueError(
+                    f"model.init.{name} must be set to a std >= 0 for scheme: gaussian_symmetric (or left null "
+                    f"for the command line to derive it from a data model that states it), got None."
+                )
+        self.init_gaussian_symmetric_(init.sigma_w, init.sigma_b, init.sigma_a, generators)
 
     @torch.no_grad()
     def init_sphere_(self, scale: float, generators: list[torch.Generator]) -> None:
@@ -184,7 +280,7 @@ class TwoLayerNetwork(nn.Module):
         """
         if self.width % 2:
             raise ValueError(
-                f"model.width must be even for init: gaussian_symmetric (neurons come in "
+                f"model.network.width must be even for init scheme gaussian_symmetric (neurons come in "
                 f"mirrored pairs), got {self.width}."
             )
         half = self.width // 2
@@ -207,3 +303,106 @@ class TwoLayerNetwork(nn.Module):
 def default_init_scale(input_dim: int) -> float:
     """1 / log(d): Theorem 3.1's theta = 1/log^C(d) with C = 1."""
     return 1.0 / math.log(max(input_dim, 3))
+
+
+class LinearizedTwoLayerNetwork(nn.Module):
+    r"""The two-layer network replaced by its first-order Taylor expansion at initialisation.
+
+    With :math:`\theta = (w, b, a)` the parameters of ``base`` and :math:`\theta_0` their
+    values when this module is built (kept as buffers ``w0``, ``b0``, ``a0``):
+
+    .. math::
+
+        f_{\mathrm{lin}}(x; \theta) &= f(x; \theta_0) + \nabla_\theta f(x; \theta_0) \cdot (\theta - \theta_0) \\
+        &= c \sum_{j=1}^{p} \Big[ a_j\, \sigma(z^0_j) + a^0_j\, \sigma'(z^0_j)
+           \big((w_j - w^0_j) \cdot x + b_j - b^0_j\big) \Big],
+        \qquad z^0_j = w^0_j \cdot x + b^0_j ,
+
+    a linear model in the fixed tangent features :math:`\nabla_\theta f(x; \theta_0)`,
+    whose inner product is the network's neural tangent kernel at initialisation
+    (:meth:`ntk_blocks`). It costs about two network forward passes: no n x n matrix.
+    The trained parameters stay ``base``'s (``base.w``, ``base.b``, ``base.a``), so the
+    same schedules and L2 terms apply. Pre-activation noise, when given, enters as in
+    the network: sigma(z0 + xi) and sigma'(z0 + xi) (or their Gaussian smoothings).
+
+    Args:
+        base: The network to linearise, at its initial parameters.
+    """
+
+    def __init__(self, base: TwoLayerNetwork) -> None:
+        super().__init__()
+        self.base = base
+        # theta_0, frozen: the point of linearisation. (S, p, d), (S, p), (S, p).
+        self.register_buffer("w0", base.w.detach().clone())
+        self.register_buffer("a0", base.a.detach().clone())
+        self.register_buffer("b0", None if base.b is None else base.b.detach().clone())
+
+    @property
+    def ensemble_size(self) -> int:
+        """S, the number of independent networks."""
+        return self.base.ensemble_size
+
+    def initial_preactivation(self, x: Tensor) -> Tensor:
+        """Z0 = w0 . x + b0 for x (S, B, d): (S, B, p)."""
+        if self.b0 is None:
+            return torch.bmm(x, self.w0.transpose(1, 2))
+        return torch.baddbmm(self.b0.unsqueeze(1), x, self.w0.transpose(1, 2))
+
+    def forward(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
+        """f_lin (S, B) for x (S, B, d) or (B, d), with optional pre-activation noise (S, B, p)."""
+        net = self.base
+        x = net.per_member(x)  # (S, B, d)
+        z0 = self.initial_preactivation(x)  # (S, B, p)
+        dz = torch.bmm(x, (net.w - self.w0).transpose(1, 2))  # (S, B, p)
+        if self.b0 is not None:
+            dz = dz + (net.b - self.b0).unsqueeze(1)
+        if noise is not None:
+            z0 = z0 + noise
+        h0 = net.activate(z0, smoothing_std)
+        g0 = net.activation_derivative(z0, smoothing_std)  # (S, B, p)
+        per_neuron = h0 * net.a.unsqueeze(1) + g0 * dz * self.a0.unsqueeze(1)  # (S, B, p)
+        return per_neuron.sum(dim=-1) * net.scale  # (S, B)
+
+    def tangent_parts(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The pieces of the tangent features at theta_0: h = sigma(z0), g = a0 sigma'(z0), each (S, B, p).
+
+        Returns:
+            ``(x, h, g)`` with x broadcast to (S, B, d).
+        """
+        x = self.base.per_member(x)
+        z0 = self.initial_preactivation(x)  # (S, B, p)
+        return x, self.base.sigma(z0), self.base.activation_derivative(z0) * self.a0.unsqueeze(1)
+
+    def ntk_blocks(self, x1: Tensor, x2: Tensor) -> dict[str, Tensor]:
+        r"""The tangent kernel of each parameter group, K_g(x, x') = grad_g f0(x) . grad_g f0(x').
+
+        .. math::
+
+            K_a = c^2 \sum_j \sigma(z_j)\sigma(z'_j), \quad
+            K_b = c^2 \sum_j (a^0_j)^2 \sigma'(z_j)\sigma'(z'_j), \quad
+            K_w = K_b \, (x \cdot x').
+
+        Args:
+            x1: (S, n1, d) or (n1, d).
+            x2: (S, n2, d) or (n2, d).
+
+        Returns:
+            ``{"w", "a"[, "b"]}`` -> (S, n1, n2).
+        """
+        (x1, h1, g1), (x2, h2, g2) = self.tangent_parts(x1), self.tangent_parts(x2)
+        c2 = self.base.scale**2
+        gg = c2 * torch.bmm(g1, g2.transpose(1, 2))  # (S, n1, n2)
+        blocks = {"w": gg * torch.bmm(x1, x2.transpose(1, 2)), "a": c2 * torch.bmm(h1, h2.transpose(1, 2))}
+        if self.b0 is not None:
+            blocks["b"] = gg
+        return blocks
+
+    def ntk(self, x1: Tensor, x2: Tensor, groups: tuple[str, ...] = ("w", "b", "a")) -> Tensor:
+        """The neural tangent kernel at theta_0 over the parameter ``groups`` (those present): (S, n1, n2)."""
+        blocks = self.ntk_blocks(x1, x2)
+        return sum(blocks[name] for name in groups if name in blocks)
+
+    def initial_output(self, x: Tensor) -> Tensor:
+        """F0(x) = f(x; theta_0), (S, B)."""
+        _, h, _ = self.tangent_parts(x)
+        return (h * self.a0.unsqueeze(1)).sum(dim=-1) * self.base.scale

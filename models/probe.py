@@ -2,13 +2,12 @@ r"""One Step / Two Step / k Step: the best linear classifier on features learned
 
 from __future__ import annotations
 
-import math
-
 import torch
 from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor, nn
 
 from featlearn.models.two_layer import TwoLayerNet
+from featlearn.validation import check_int, check_number
 
 
 class SteppedFeatureProbe(TwoLayerNet):
@@ -65,17 +64,10 @@ class SteppedFeatureProbe(TwoLayerNet):
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
-        if not (isinstance(probe_l2, int | float) and probe_l2 >= 0 and math.isfinite(probe_l2)):
-            raise ValueError(f"model.probe_l2 must be a finite number >= 0, got {probe_l2!r}.")
-        for name, value in (("probe_max_iter", probe_max_iter), ("probe_samples", probe_samples)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"model.{name} must be an integer >= 1, got {value!r}.")
-        if not probe_tol > 0:
-            raise ValueError(f"model.probe_tol must be > 0, got {probe_tol!r}.")
-        self.probe_l2 = float(probe_l2)
-        self.probe_max_iter = probe_max_iter
-        self.probe_tol = float(probe_tol)
-        self.probe_samples = probe_samples
+        self.probe_l2 = check_number("model.probe_l2", probe_l2, 0.0)
+        self.probe_max_iter = check_int("model.probe_max_iter", probe_max_iter, 1)
+        self.probe_tol = check_number("model.probe_tol", probe_tol, 0.0, strict=True)
+        self.probe_samples = check_int("model.probe_samples", probe_samples, 1)
         self.register_buffer("output_bias", torch.zeros(self.ensemble_size))  # (S,)
         self.register_buffer("probed_at", torch.zeros((), dtype=torch.long))  # 0: not yet
         #: The last fit's summary: iterations, max |gradient|, objective, train error.
@@ -83,10 +75,6 @@ class SteppedFeatureProbe(TwoLayerNet):
 
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x) + self.output_bias.unsqueeze(1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """F (S, B) for x (S, B, d) or (B, d), the probe's output bias included."""
-        return self.scores(x)
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
         """The update(s) of the process; after the last one (step k), fit the probe."""
@@ -105,7 +93,7 @@ class SteppedFeatureProbe(TwoLayerNet):
     @torch.no_grad()
     def _standardised_features(self, x: Tensor, chunk: int = 16384) -> tuple[Tensor, Tensor, Tensor]:
         """U (S, n, p) float64, mu (S, p), s (S, p) of the hidden features on x (S, n, d)."""
-        h = torch.cat([self.net.hidden(x[:, i : i + chunk]) for i in range(0, x.shape[1], chunk)], dim=1)
+        h = torch.cat([self.two_layer.hidden(x[:, i : i + chunk]) for i in range(0, x.shape[1], chunk)], dim=1)
         h = h.double()  # (S, n, p)
         mu = h.mean(dim=1)  # (S, p)
         sd = h.std(dim=1, correction=0)
@@ -131,7 +119,7 @@ class SteppedFeatureProbe(TwoLayerNet):
                 f"model.probe_max_iter or model.probe_l2 for a converged classifier."
             )
         with torch.no_grad():
-            self.net.a.copy_((v / (sd * self.net.scale)).to(self.net.a.dtype))
+            self.two_layer.a.copy_((v / (sd * self.two_layer.scale)).to(self.two_layer.a.dtype))
             self.output_bias.copy_((c - (v * mu / sd).sum(dim=1)).to(self.output_bias.dtype))
             self.probed_at.fill_(step)
             train_error = (y * self.scores(x).double() <= 0).double().mean()

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.models.networks import INITS, TwoLayerNetwork, default_init_scale
+from featlearn.models.networks import Initialization, TwoLayerArchitecture, TwoLayerNetwork, as_dataclass
 from featlearn.schedules import ScheduleSpec, as_schedule
-from featlearn.seeding import INIT, NOISE, GeneratorPool, derive_seed
+from featlearn.seeding import NOISE, GeneratorPool
+from featlearn.validation import check_bool, check_choice, check_int
 
 
 class TwoLayerNet(ScheduledSGDModule):
     r"""Trains the two-layer network f(x) = c sum_j a_j sigma(w_j . x + b_j) by scheduled SGD.
 
-    With every argument but ``input_dim``, ``width`` and ``lr`` at its default this is
-    exactly the model and update of Glasgow (2023), Section 2.2: ReLU, no bias,
+    A config reads as "this network, initialised so, trained this way": ``network``
+    (:class:`~featlearn.models.networks.TwoLayerArchitecture`: width, activation,
+    bias, output scale), ``init`` (:class:`~featlearn.models.networks.Initialization`)
+    and the training settings below.
+
+    With ``network: {width: p}``, ``lr`` and every other argument at its default this
+    is exactly the model and update of Glasgow (2023), Section 2.2: ReLU, no bias,
     c = 1/p, ``sphere`` initialisation, the logistic loss l = 2 log(1 + e^{-y f}),
     both layers trained, and the mean-field gradient convention
     :math:`\nabla_u L := p\, \partial L / \partial u`, i.e. for a neuron (w, a_w)
@@ -25,16 +31,18 @@ class TwoLayerNet(ScheduledSGDModule):
         \nabla_w \hat L = \frac{1}{m} \sum_i a_w \ell'(x_i) \sigma'(w^\top x_i) x_i, \qquad
         \nabla_{a_w} \hat L = \frac{1}{m} \sum_i \ell'(x_i) \sigma(w^\top x_i).
 
-    Shi et al.'s training process (Section 3.1) uses ``init: gaussian_symmetric``,
-    ``activation: truncated_relu``, ``bias: true``, ``output_scale: standard``,
-    ``loss: hinge``, ``mean_field_gradient: false`` and per-step schedules.
+    Shi et al.'s training process (Section 3.1) uses ``network: {activation:
+    truncated_relu, bias: true, output_scale: standard}``, ``init: {scheme:
+    gaussian_symmetric}``, ``loss: hinge``, ``mean_field_gradient: false`` and per-step
+    schedules.
 
     Every hyperparameter marked *schedule* is a number or a per-step schedule (see
     :mod:`featlearn.schedules`); the values in effect are logged under ``sched/``.
 
     Args:
         input_dim: d (linked from the data model by the CLI).
-        width: p, the number of hidden neurons.
+        network: The architecture (a :class:`TwoLayerArchitecture` or a mapping of its fields).
+        init: The initialisation (an :class:`Initialization` or a mapping of its fields).
         lr: *schedule*, the learning rate eta of both layers.
         lr_w: *schedule*, eta_w for the first layer (w and b); defaults to ``lr``.
         lr_b: *schedule*, a separate rate for the biases b; defaults to ``lr_w``.
@@ -47,16 +55,6 @@ class TwoLayerNet(ScheduledSGDModule):
         noise_mode: ``sample`` (draw xi) or ``expectation`` (replace sigma by its
             closed-form smoothing E_xi sigma(z + xi): the noisy loss's deterministic
             counterpart, with no sampling variance).
-        activation: ``relu``, ``truncated_relu`` (min(1, max(0, z))) or ``quadratic``.
-        bias: Whether the hidden layer has biases.
-        output_scale: ``mean_field`` (c = 1/p) or ``standard`` (c = 1).
-        init: ``sphere`` (w uniform on the sphere of radius ``init_scale``,
-            a_j = eps_j ||w_j||) or ``gaussian_symmetric`` (w ~ N(0, sigma_w^2 I),
-            b ~ N(0, sigma_b^2), a ~ N(0, sigma_a^2), mirrored pairs with negated a).
-        init_scale: theta for ``sphere``; default 1/log(d) (Theorem 3.1 with C = 1).
-        sigma_w: Std of w for ``gaussian_symmetric``.
-        sigma_b: Std of b for ``gaussian_symmetric``.
-        sigma_a: Std of a for ``gaussian_symmetric``.
         loss: ``logistic`` or ``hinge``.
         train_first_layer: Train w (and b); false freezes them.
         train_second_layer: Train a; false freezes it.
@@ -66,14 +64,13 @@ class TwoLayerNet(ScheduledSGDModule):
         seed: Initialisation and noise seed; default: the global seed
             (``seed_everything``).
         max_members_logged: Per-member curves are logged when S is at most this.
-        updates_per_batch: Most SGD updates per Lightning batch (throughput only;
-            see :class:`ScheduledSGDModule`).
     """
 
     def __init__(
         self,
         input_dim: int,
-        width: int,
+        network: TwoLayerArchitecture,
+        init: Initialization | None = None,
         lr: ScheduleSpec | None = None,
         lr_w: ScheduleSpec | None = None,
         lr_b: ScheduleSpec | None = None,
@@ -83,14 +80,6 @@ class TwoLayerNet(ScheduledSGDModule):
         weight_decay_a: ScheduleSpec = 0.0,
         noise_std: ScheduleSpec = 0.0,
         noise_mode: str = "sample",
-        activation: str = "relu",
-        bias: bool = False,
-        output_scale: str = "mean_field",
-        init: str = "sphere",
-        init_scale: float | None = None,
-        sigma_w: float | None = None,
-        sigma_b: float | None = None,
-        sigma_a: float | None = None,
         loss: str = "logistic",
         train_first_layer: bool = True,
         train_second_layer: bool = True,
@@ -98,31 +87,31 @@ class TwoLayerNet(ScheduledSGDModule):
         ensemble_size: int = 1,
         seed: int | None = None,
         max_members_logged: int = 8,
-        updates_per_batch: int = 1,
     ) -> None:
-        super().__init__(
-            loss=loss,
-            ensemble_size=ensemble_size,
-            max_members_logged=max_members_logged,
-            updates_per_batch=updates_per_batch,
-        )
+        super().__init__(loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged)
         self.save_hyperparameters()
-        for name, value, minimum in (("input_dim", input_dim, 1), ("width", width, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"model.{name} must be an integer >= {minimum}, got {value!r}.")
-        if init not in INITS:
-            raise ValueError(f"model.init must be one of {INITS}, got {init!r}.")
+        check_int("model.input_dim", input_dim, 1)
+        network = as_dataclass(network, TwoLayerArchitecture)
+        init = Initialization() if init is None else as_dataclass(init, Initialization)
+        for name, value in (
+            ("train_first_layer", train_first_layer),
+            ("train_second_layer", train_second_layer),
+            ("mean_field_gradient", mean_field_gradient),
+        ):
+            check_bool(f"model.{name}", value)
         if not (train_first_layer or train_second_layer):
             raise ValueError(
                 "model.train_first_layer and model.train_second_layer are both false: nothing would train."
             )
-
-        self.net = TwoLayerNetwork(input_dim, width, ensemble_size, activation, bias, output_scale)
         self.mean_field_gradient = mean_field_gradient
-        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else seed
-        if self.seed < 0:
-            raise ValueError(f"model.seed must be a non-negative integer, got {seed!r}.")
+        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
         self._generators = GeneratorPool()
+
+        base = TwoLayerNetwork(
+            input_dim, network.width, ensemble_size, network.activation, network.bias, network.output_scale
+        )
+        base.initialize_(init, self.seed)
+        self.net = self.wrap_network(base)
 
         def rate(spec: ScheduleSpec | None, name: str):
             spec = lr if spec is None else spec
@@ -132,55 +121,42 @@ class TwoLayerNet(ScheduledSGDModule):
 
         groups = {}
         if train_first_layer:
-            groups["w"] = ([self.net.w], rate(lr_w, "lr_w"), as_schedule(weight_decay_w, "model.weight_decay_w"))
-            if bias:
+            groups["w"] = ([base.w], rate(lr_w, "lr_w"), as_schedule(weight_decay_w, "model.weight_decay_w"))
+            if network.bias:
                 bias_rate = groups["w"][1] if lr_b is None else as_schedule(lr_b, "model.lr_b")
-                groups["b"] = ([self.net.b], bias_rate, as_schedule(weight_decay_b, "model.weight_decay_b"))
+                groups["b"] = ([base.b], bias_rate, as_schedule(weight_decay_b, "model.weight_decay_b"))
         else:
-            self.net.w.requires_grad_(False)
-            if bias:
-                self.net.b.requires_grad_(False)
+            base.w.requires_grad_(False)
+            if network.bias:
+                base.b.requires_grad_(False)
         if train_second_layer:
-            groups["a"] = ([self.net.a], rate(lr_a, "lr_a"), as_schedule(weight_decay_a, "model.weight_decay_a"))
+            groups["a"] = ([base.a], rate(lr_a, "lr_a"), as_schedule(weight_decay_a, "model.weight_decay_a"))
         else:
-            self.net.a.requires_grad_(False)
+            base.a.requires_grad_(False)
         self._set_groups(groups)
         self.noise_std = as_schedule(noise_std, "model.noise_std")
-        if noise_mode not in ("sample", "expectation"):
-            raise ValueError(f"model.noise_mode must be 'sample' or 'expectation', got {noise_mode!r}.")
-        self.noise_mode = noise_mode
+        self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
 
-        init_generators = [
-            torch.Generator().manual_seed(derive_seed(self.seed + s, INIT)) for s in range(ensemble_size)
-        ]
-        if init == "sphere":
-            theta = default_init_scale(input_dim) if init_scale is None else init_scale
-            if not theta > 0:
-                raise ValueError(f"model.init_scale must be > 0, got {init_scale!r}.")
-            self.net.init_sphere_(theta, init_generators)
-        else:
-            stds = {"sigma_w": sigma_w, "sigma_b": sigma_b, "sigma_a": sigma_a}
-            for name, value in stds.items():
-                if value is None or value < 0:
-                    raise ValueError(
-                        f"model.{name} must be set to a std >= 0 for init: gaussian_symmetric, got {value!r}."
-                    )
-            self.net.init_gaussian_symmetric_(sigma_w, sigma_b, sigma_a, init_generators)
+    def wrap_network(self, base: TwoLayerNetwork) -> nn.Module:
+        """The network this learner trains, built around the initialised two-layer ``base`` (itself here)."""
+        return base
+
+    @property
+    def two_layer(self) -> TwoLayerNetwork:
+        """The two-layer network whose parameters are trained."""
+        return self.net
 
     @property
     def width(self) -> int:
         """p, the number of hidden neurons."""
-        return self.net.width
+        return self.two_layer.width
 
     def gradient_scale(self) -> float:  # noqa: D102
-        return float(self.net.width) if self.mean_field_gradient else 1.0
+        return float(self.two_layer.width) if self.mean_field_gradient else 1.0
 
     def scheduled_values(self, step: int) -> dict[str, float]:  # noqa: D102
         values = super().scheduled_values(step)
         values["noise_std"] = self.noise_std(step)
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        if datamodule is not None and hasattr(datamodule, "batch_size"):
-            values["batch_size"] = datamodule.batch_size(step)
         return values
 
     def schedules(self) -> list:  # noqa: D102
@@ -204,7 +180,7 @@ class TwoLayerNet(ScheduledSGDModule):
             return None, 0.0
         if self.noise_mode == "expectation":
             return None, std
-        shape = (x.shape[1], self.net.width)  # (B, p) per member
+        shape = (x.shape[1], self.width)  # (B, p) per member
         noise = torch.stack(
             [
                 torch.randn(
@@ -218,13 +194,17 @@ class TwoLayerNet(ScheduledSGDModule):
         )  # (S, B, p)
         return noise * std, 0.0
 
-    def first_layer_features(self) -> Tensor | None:
+    def first_layer_features(self) -> Tensor:
         """The learned feature directions w (S, p, d) that alignment metrics compare to the truth."""
-        return self.net.w.detach()
+        return self.two_layer.w.detach()
+
+    def output_weights(self) -> Tensor:
+        """The second-layer weights a (S, p)."""
+        return self.two_layer.a.detach()
 
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x)
 
     def forward(self, x: Tensor) -> Tensor:
         """F (S, B) for x (S, B, d) or (B, d)."""
-        return self.net(x)
+        return self.scores(x)

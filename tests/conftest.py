@@ -38,3 +38,15 @@ def fit(tmp_path):
         return trainer
 
     return _fit
+
+
+#: Keyword names of a two-layer learner's config groups, as tests write them flat.
+NETWORK_KEYS = {"activation": "activation", "bias": "bias", "output_scale": "output_scale"}
+INIT_KEYS = {"init": "scheme", "init_scale": "scale", "sigma_w": "sigma_w", "sigma_b": "sigma_b", "sigma_a": "sigma_a"}
+
+
+def grouped(width: int, **kwargs) -> dict:
+    """A two-layer learner's keyword arguments from flat ones: ``network`` and ``init`` groups, the rest as is."""
+    network = {"width": width, **{NETWORK_KEYS[k]: kwargs.pop(k) for k in list(kwargs) if k in NETWORK_KEYS}}
+    init = {INIT_KEYS[k]: kwargs.pop(k) for k in list(kwargs) if k in INIT_KEYS}
+    return {"network": network, "init": init or None, **kwargs}

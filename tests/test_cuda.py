@@ -33,7 +33,7 @@ from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, grouped
 from .featlearn.test_compare import TINY
 
 pytestmark = [
@@ -119,7 +119,7 @@ def fit_on(fit):
 def xor_model(**kwargs):
     options = dict(lr=[{"start": 1, "end": 3, "value": 0.5}, {"start": 4, "value": 0.2}], ensemble_size=2, seed=4)
     options.update(kwargs)
-    return TwoLayerNet(12, 16, **options)
+    return TwoLayerNet(12, **grouped(16, **options))
 
 
 def test_batches_parameters_and_diagnostics_live_on_the_gpu(fit_on, evaluations):
@@ -157,7 +157,7 @@ def test_ntk_on_the_gpu_matches_the_cpu(fit_on, form):
     data = cpu_drawn(BooleanXOR)
     outputs = {}
     for device in ("cpu", "cuda"):
-        model = LinearizedTwoLayerNet(12, 16, lr=0.5, form=form, ensemble_size=2, seed=4)
+        model = LinearizedTwoLayerNet(12, **grouped(16, lr=0.5, form=form, ensemble_size=2, seed=4))
         dm = data(dim=12, batch_size=200, train_size=200, test_size=128)
         fit_on(device, model, dm, 6)
         x, _ = dm.eval_set("test")

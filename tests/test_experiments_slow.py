@@ -67,7 +67,7 @@ def run_shi(tmp_path, name, *overrides):
         [
             "fit",
             "--config",
-            str(CONFIGS / "experiments" / f"{name}.yaml"),
+            name,
             "--trainer.enable_progress_bar",
             "false",
             "--trainer.logger.init_args.save_dir",
@@ -93,7 +93,9 @@ def test_shi_parity_learns_the_feature_in_two_steps(tmp_path):
 
 def test_shi_parity_without_structure_stays_near_chance(tmp_path):
     """E.1.1 w/o structure: the paper reports 52% test accuracy."""
-    cli, history, _ = run_shi(tmp_path, "shi_parity_nostructure", "--model.init_args.width", "200")
+    cli, history, _ = run_shi(
+        tmp_path, "shi_parity", "--config", "shi/nostructure", "--model.init_args.network.width", "200"
+    )
     assert 0.4 <= cli.trainer.callback_metrics["test/error"] <= 0.6
     assert history[2]["align/max_cos"] < 0.5
 
@@ -109,9 +111,7 @@ def test_shi_table_1_comparison_over_five_seeds(tmp_path):
     """Issue 4's checks on E.1.1 (Table 1): who learns parity, over 5 seeds (about 10 minutes)."""
     from featlearn.compare import compare
 
-    results = compare(
-        ["--config", str(CONFIGS / "experiments" / "shi_parity.yaml"), "--seeds", "5", "--out", str(tmp_path)]
-    )
+    results = compare(["--config", "shi_parity", "--seeds", "5", "--out", str(tmp_path)], build_cli)
 
     def mean(method, metric):
         values = results[method][metric]

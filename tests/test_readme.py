@@ -2,7 +2,7 @@
 
 import re
 
-from .conftest import REPO
+from .conftest import REPO, grouped
 
 
 def python_blocks():
@@ -23,6 +23,6 @@ def test_data_model_example_is_a_working_subclass(tmp_path, fit):
     from featlearn.models import TwoLayerNet
 
     data = namespace["Majority"](dim=8, batch_size=64)
-    model = TwoLayerNet(data.input_dim, 16, lr=0.5, seed=0)
+    model = TwoLayerNet(data.input_dim, **grouped(16, lr=0.5, seed=0))
     fit(model, data, 5)
     assert data.ground_truth()["direction"].shape == (8,)

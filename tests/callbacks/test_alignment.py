@@ -7,6 +7,8 @@ from featlearn.callbacks.alignment import centre_coverage, dictionary_snr, featu
 from featlearn.datamodules import BooleanXOR, GaussianMixture, SparseCoding
 from featlearn.models import TwoLayerNet
 
+from ..conftest import grouped  # noqa: TID252
+
 
 def brute_cos(u, v):
     return float(u @ v) / (float(u.norm()) * float(v.norm()))
@@ -57,24 +59,26 @@ def test_centre_coverage_by_hand():
 def shi_model(dm, **kwargs):
     return TwoLayerNet(
         dm.input_dim,
-        16,
-        lr=0.05,
-        activation="truncated_relu",
-        bias=True,
-        output_scale="standard",
-        init="gaussian_symmetric",
-        sigma_w=0.2,
-        sigma_b=0.04,
-        sigma_a=1.0,
-        loss="hinge",
-        mean_field_gradient=False,
-        seed=0,
-        **kwargs,
+        **grouped(
+            16,
+            lr=0.05,
+            activation="truncated_relu",
+            bias=True,
+            output_scale="standard",
+            init="gaussian_symmetric",
+            sigma_w=0.2,
+            sigma_b=0.04,
+            sigma_a=1.0,
+            loss="hinge",
+            mean_field_gradient=False,
+            seed=0,
+            **kwargs,
+        ),
     )
 
 
 def test_callback_logs_direct_values_and_draws_mds_pictures(fit, tmp_path):
-    dm = SparseCoding(d=30, D=12, k=3, batch_size=64, test_size=64)
+    dm = SparseCoding(d=30, D=12, k=3, batch_size=64, test_size=64, ensemble_size=2)
     model = shi_model(dm, ensemble_size=2)
     cb = FeatureAlignment(cadence=5, dense_until=3, mds_steps=[0, 2, -1])
     logger = TensorBoardLogger(tmp_path, name="align")
@@ -96,7 +100,9 @@ def test_callback_logs_direct_values_and_draws_mds_pictures(fit, tmp_path):
 
 def test_gaussian_mixture_coverage_and_picture(fit):
     dm = GaussianMixture(d=12, k=2, sigma_r=0.5, batch_size=64, test_size=64)
-    model = TwoLayerNet(dm.input_dim, 16, lr=0.5, bias=True, output_scale="standard", mean_field_gradient=False, seed=0)
+    model = TwoLayerNet(
+        dm.input_dim, **grouped(16, lr=0.5, bias=True, output_scale="standard", mean_field_gradient=False, seed=0)
+    )
     cb = FeatureAlignment(cadence=4, mds_steps=[-1])
     fit(model, dm, 4, callbacks=[cb])
     last = cb.history[-1]
@@ -106,7 +112,12 @@ def test_gaussian_mixture_coverage_and_picture(fit):
 
 def test_refuses_a_data_model_without_features(fit):
     with pytest.raises(ValueError, match="needs a data model whose ground_truth"):
-        fit(TwoLayerNet(6, 4, lr=0.1, seed=0), BooleanXOR(dim=6, batch_size=8), 2, callbacks=[FeatureAlignment()])
+        fit(
+            TwoLayerNet(6, **grouped(4, lr=0.1, seed=0)),
+            BooleanXOR(dim=6, batch_size=8),
+            2,
+            callbacks=[FeatureAlignment()],
+        )
 
 
 @pytest.mark.parametrize(

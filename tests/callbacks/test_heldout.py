@@ -5,10 +5,14 @@ from featlearn.callbacks import HeldOutAccuracy
 from featlearn.datamodules import SparseCoding
 from featlearn.models import TwoLayerNet
 
+from ..conftest import grouped  # noqa: TID252
+
 
 def test_heldout_accuracy_is_the_direct_count(fit):
-    data = SparseCoding(d=12, D=6, k=3, train_size=100, test_size=300, val_size=0, batch_size=50, eval_batch_size=64)
-    model = TwoLayerNet(data.input_dim, 8, lr=0.5, ensemble_size=3, seed=1)
+    data = SparseCoding(
+        d=12, D=6, k=3, train_size=100, test_size=300, val_size=0, batch_size=50, eval_batch_size=64, ensemble_size=3
+    )
+    model = TwoLayerNet(data.input_dim, **grouped(8, lr=0.5, ensemble_size=3, seed=1))
     callback = HeldOutAccuracy(cadence=2, dense_until=1)
     fit(model, data, 4, callbacks=[callback])
     assert [h["step"] for h in callback.history] == [0, 1, 2, 4]
@@ -25,7 +29,7 @@ def test_heldout_accuracy_is_the_direct_count(fit):
 def test_heldout_accuracy_needs_a_test_set(fit):
     data = SparseCoding(d=12, D=6, k=3, train_size=100, test_size=0, val_size=0, batch_size=50)
     with pytest.raises(ValueError, match="data.test_size > 0"):
-        fit(TwoLayerNet(data.input_dim, 8, lr=0.5), data, 1, callbacks=[HeldOutAccuracy()])
+        fit(TwoLayerNet(data.input_dim, **grouped(8, lr=0.5)), data, 1, callbacks=[HeldOutAccuracy()])
 
 
 @pytest.mark.parametrize("kwargs", [{"dense_until": -1}, {"split": "train"}, {"cadence": 0}])

@@ -8,6 +8,8 @@ from featlearn.callbacks.xor_phase import cluster_coverage, neuron_components, s
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 
+from ..conftest import grouped  # noqa: TID252
+
 
 def brute_components(w, a, mu_1, mu_2):
     """Table 1 by its matrices, one neuron at a time (float64)."""
@@ -59,8 +61,8 @@ def test_log_spaced_steps():
 
 
 def test_logged_values_match_direct_computation(fit):
-    dm = BooleanXOR(dim=10, batch_size=64, test_size=500)
-    model = TwoLayerNet(10, 12, lr=0.3, seed=0, ensemble_size=2)
+    dm = BooleanXOR(dim=10, batch_size=64, test_size=500, ensemble_size=2)
+    model = TwoLayerNet(10, **grouped(12, lr=0.3, seed=0, ensemble_size=2))
     cb = XORPhaseDiagnostics(cadence=2, quantiles=(0.5,))
     fit(model, dm, 4, callbacks=[cb])
     assert [h["step"] for h in cb.history] == [0, 2, 4]
@@ -91,7 +93,7 @@ def test_logged_values_match_direct_computation(fit):
 
 def test_phase_boundary_is_detected_on_a_learnable_run(fit):
     dm = BooleanXOR(dim=16, batch_size=512, test_size=2000)
-    model = TwoLayerNet(16, 64, lr=0.3, init_scale=0.3, seed=0)
+    model = TwoLayerNet(16, **grouped(64, lr=0.3, init_scale=0.3, seed=0))
     cb = XORPhaseDiagnostics(points_per_decade=10)
     fit(model, dm, 120, callbacks=[cb])
     boundary = cb.boundary_steps[0]
@@ -115,7 +117,7 @@ def test_callback_refuses_a_data_model_without_xor_ground_truth(fit):
             return x, torch.where(x[:, 0] >= 0, 1.0, -1.0)
 
     with pytest.raises(ValueError, match="needs a data model whose ground_truth\\(\\) has 'mu_1'"):
-        fit(TwoLayerNet(4, 4, lr=0.1, seed=0), Gaussian(batch_size=8), 2, callbacks=[XORPhaseDiagnostics()])
+        fit(TwoLayerNet(4, **grouped(4, lr=0.1, seed=0)), Gaussian(batch_size=8), 2, callbacks=[XORPhaseDiagnostics()])
 
 
 def test_bad_callback_arguments():

@@ -1,4 +1,4 @@
-"""SparseCoding against the definitions of Shi, Wei & Liang (2022), Section 3, E.1-E.3, F.
+"""SparseCoding against the definitions of Shi, Wei & Liang (2022), Section 3, E.1, E.2, F.
 
 The reference below is written from the paper's formulas, independently of the data
 model's own (count-table) implementation: for D <= 8 it enumerates all 2^D hidden
@@ -41,12 +41,8 @@ def paper_positive_counts(cfg: dict) -> set[int]:
 
 
 def paper_labels(dm: SparseCoding, cfg: dict, phi: torch.Tensor) -> torch.Tensor:
-    """y from phi~ by brute force: count on A in P, or the code table's label."""
+    """y from phi~ by brute force: the count on A in P."""
     a = dm.A
-    if dm.patterns == "hidden_representation":
-        codes, labels = dm.codes
-        table = {tuple(int(b) for b in c): float(v) for c, v in zip(codes.tolist(), labels.tolist(), strict=True)}
-        return torch.tensor([table[tuple(int(b) for b in row)] for row in phi[:, a].tolist()])
     positive = paper_positive_counts(cfg)
     counts = phi[:, a].sum(1).round().long().tolist()
     return torch.tensor([1.0 if s in positive else -1.0 for s in counts])
@@ -66,7 +62,7 @@ def paper_law(dm: SparseCoding | None, cfg: dict) -> tuple[torch.Tensor, torch.T
     """All phi~ in {0,1}^D (2^D, D), their probabilities and labels, from the paper.
 
     Uses only the config (with the paper's defaults) and, from ``dm``, the drawn
-    structure A and code table; without ``dm`` (a refused config), A = {0..k-1}.
+    structure A; without ``dm`` (a refused config), A = {0..k-1}.
     """
     D, k = cfg["D"], cfg["k"]
     patterns = cfg.get("patterns", "mixture")
@@ -83,19 +79,10 @@ def paper_law(dm: SparseCoding | None, cfg: dict) -> tuple[torch.Tensor, torch.T
         same = ((count == 0) | (count == k)).to(torch.float64)
         p1 = same * 0.5 * bernoulli_prob(phi_out, p_o / (2 - 2 * p_o))
         p = p_o * p0 + (1 - p_o) * p1
-    elif patterns == "bernoulli":  # E.1.2
+    else:  # E.1.2
         p = bernoulli_prob(phi_a, cfg.get("p_in", 2 / 3)) * bernoulli_prob(phi_out, cfg.get("p_out", 0.5))
-    else:  # E.3.1: phi~_A uniform over the codes, irrelevant patterns Bernoulli(p_o)
-        codes, _ = dm.codes
-        in_table = (phi_a[:, None, :] == codes[None]).all(-1).any(-1).to(torch.float64)
-        p = in_table / codes.shape[0] * bernoulli_prob(phi_out, cfg.get("p_o", 0.5))
-    if patterns == "hidden_representation":
-        labels = torch.zeros(2**D, dtype=torch.float64)
-        support = p > 0
-        labels[support] = paper_labels(dm, cfg, phi[support]).to(torch.float64)
-    else:
-        positive = paper_positive_counts(cfg)
-        labels = torch.tensor([1.0 if int(s) in positive else -1.0 for s in count.tolist()], dtype=torch.float64)
+    positive = paper_positive_counts(cfg)
+    labels = torch.tensor([1.0 if int(s) in positive else -1.0 for s in count.tolist()], dtype=torch.float64)
     r = cfg.get("negative_ratio")
     if r is not None:  # E.2.2: r D(. | y = -1) + (1 - r) D(. | y = +1)
         p_neg = p[labels < 0].sum()
@@ -119,7 +106,7 @@ def configs(draw, max_D: int = 8) -> dict:
     dictionary = draw(st.sampled_from(["orthonormal", "incoherent"]))
     # d >= 2 keeps random unit columns from coinciding exactly (d = 1: M_j = +-1).
     d = draw(st.integers(D, D + 3)) if dictionary == "orthonormal" else draw(st.integers(2, D + 2))
-    patterns = draw(st.sampled_from(["mixture", "bernoulli", "hidden_representation"]))
+    patterns = draw(st.sampled_from(["mixture", "bernoulli"]))
     cfg = dict(
         d=d,
         D=D,
@@ -131,20 +118,16 @@ def configs(draw, max_D: int = 8) -> dict:
     )
     if patterns == "mixture":
         cfg["p_o"] = draw(st.sampled_from([p for p in PROBS if p <= 2 / 3]))
-    elif patterns == "bernoulli":
-        cfg["p_in"], cfg["p_out"] = draw(st.sampled_from(PROBS)), draw(st.sampled_from(PROBS))
     else:
-        cfg["p_o"] = draw(st.sampled_from(PROBS))
-        cfg["codes_per_class"] = draw(st.integers(1, min(3, 2 ** (k - 1))))
-    if patterns != "hidden_representation":
-        cfg["structure"] = draw(st.booleans())
-        labeling = draw(st.sampled_from(["parity", "threshold", "interval", "set"]))
-        cfg["labeling"] = labeling
-        if labeling == "interval":
-            t1 = draw(st.integers(0, k))
-            cfg["interval"] = (t1, draw(st.integers(t1, k)))
-        elif labeling == "set":
-            cfg["label_set"] = draw(st.lists(st.integers(0, k), max_size=k + 1, unique=True))
+        cfg["p_in"], cfg["p_out"] = draw(st.sampled_from(PROBS)), draw(st.sampled_from(PROBS))
+    cfg["structure"] = draw(st.booleans())
+    labeling = draw(st.sampled_from(["parity", "threshold", "interval", "set"]))
+    cfg["labeling"] = labeling
+    if labeling == "interval":
+        t1 = draw(st.integers(0, k))
+        cfg["interval"] = (t1, draw(st.integers(t1, k)))
+    elif labeling == "set":
+        cfg["label_set"] = draw(st.lists(st.integers(0, k), max_size=k + 1, unique=True))
     cfg["negative_ratio"] = draw(st.sampled_from([None, None, 0.2, 0.8]))
     if draw(st.booleans()):
         cfg["relevant"] = draw(st.permutations(list(range(D))))[:k]
@@ -185,7 +168,6 @@ def test_exact_moments_and_label_probability_match_the_paper(cfg):
 @FAST
 @given(cfg=configs())
 def test_single_class_configs_are_refused_exactly_when_one_label_has_probability_one(cfg):
-    assume(cfg["patterns"] != "hidden_representation")  # random codes: always balanced
     dm = build(cfg)
     _, p, labels = paper_law(dm, {**cfg, "negative_ratio": None})
     p_pos = p[labels > 0].sum().item()
@@ -205,9 +187,6 @@ def test_samples_follow_the_label_rule_and_normalisation_formula(cfg, seed):
     assert x.dtype == y.dtype == phi.dtype == torch.float32
     assert set(phi.unique().tolist()) <= {0.0, 1.0}
     torch.testing.assert_close(y, paper_labels(dm, cfg, phi))  # the label rule, by brute force
-    if dm.patterns == "hidden_representation":
-        codes, _ = dm.codes
-        assert (phi[:, dm.A][:, None, :].double() == codes[None]).all(-1).any(-1).all()
     if dm.sigma_zeta == 0:  # x = (M phi~ - E x~) / sigma~ exactly
         expected = (phi.double() @ dm.M.T - dm.mean_tilde) / dm.sigma_tilde
         torch.testing.assert_close(x.double(), expected, rtol=1e-4, atol=1e-5)
@@ -221,7 +200,6 @@ SAMPLER_CASES = {
     "interval incoherent": dict(
         d=4, D=6, k=5, patterns="bernoulli", labeling="interval", interval=(2, 3), dictionary="incoherent"
     ),
-    "hidden representation": dict(d=8, D=6, k=4, patterns="hidden_representation", codes_per_class=3, p_o=0.3),
     "no structure": dict(d=8, D=6, k=3, p_o=0.3, structure=False),
 }
 
@@ -257,9 +235,8 @@ def test_sampler_frequencies_match_the_exact_law(cfg):
             sigma_zeta=0.2,
             negative_ratio=0.9,
         ),
-        dict(d=24, D=20, k=8, patterns="hidden_representation", codes_per_class=5, p_o=0.2),
     ],
-    ids=["mixture", "incoherent-noisy-imbalanced", "hidden-representation"],
+    ids=["mixture", "incoherent-noisy-imbalanced"],
 )
 def test_normalised_data_has_zero_mean_and_unit_total_variance(cfg):
     """E x = 0 and E||x||^2 = 1 (sigma~^2 = E||x~ - E x~||^2), within Z standard errors."""
@@ -283,7 +260,6 @@ def test_normalised_data_has_zero_mean_and_unit_total_variance(cfg):
         dict(d=20, D=15, k=5, p_o=0.2),  # any p_o: D^(0) and D^(1) are balanced for odd k
         dict(d=20, D=15, k=5, patterns="bernoulli", p_in=0.5, labeling="threshold"),  # symmetry
         dict(d=20, D=15, k=4, structure=False),  # (A1'): parity of uniform bits
-        dict(d=20, D=15, k=6, patterns="hidden_representation", codes_per_class=4),  # E.3.1
     ],
 )
 def test_classes_are_balanced_where_the_paper_assumes_it(cfg):
@@ -371,17 +347,6 @@ def test_ground_truth_and_dictionaries():
     assert wide.ground_truth()["dictionary"].shape == (10, 40)
 
 
-def test_hidden_representation_codes():
-    dm = SparseCoding(d=300, D=250, k=50, patterns="hidden_representation")  # E.3.1 sizes
-    codes, labels = dm.codes
-    assert codes.shape == (100, 50) and len({tuple(c) for c in codes.tolist()}) == 100
-    assert (labels == 1).sum() == 50 and (labels == -1).sum() == 50
-    given_codes = SparseCoding(
-        d=8, D=6, k=2, patterns="hidden_representation", codes=[[0, 0], [1, 1], [1, 0]], code_labels=[-1, 1, 1]
-    )
-    assert given_codes.positive_probability == pytest.approx(2 / 3)
-
-
 # ---------------------------------------------------------------------- validation
 @pytest.mark.parametrize(
     "kwargs, match",
@@ -394,7 +359,6 @@ def test_hidden_representation_codes():
         (dict(p_o=-0.1), r"data\.p_o must be a probability"),
         (dict(patterns="bernoulli", p_in=1.5), r"data\.p_in must be a probability in \[0, 1\]"),
         (dict(patterns="bernoulli", p_out=-0.2), r"data\.p_out must be a probability"),
-        (dict(patterns="hidden_representation", p_o=2.0), r"data\.p_o must be a probability in \[0, 1\]"),
         (dict(negative_ratio=1.0), r"data\.negative_ratio must be null .* strictly between 0 and 1"),
         (dict(negative_ratio=-0.5), r"data\.negative_ratio"),
         (dict(labeling="interval", interval=(3, 2)), r"data\.interval must have t1 <= t2"),
@@ -406,22 +370,14 @@ def test_hidden_representation_codes():
         (dict(dictionary="random"), r"data\.dictionary must be one of"),
         (dict(sigma_zeta=-1.0), r"data\.sigma_zeta must be a finite number >= 0"),
         (dict(sigma_zeta=float("nan")), r"data\.sigma_zeta"),
-        (dict(structure_seed=-1), r"data\.structure_seed must be a non-negative integer"),
+        (dict(structure_seed=-1), r"data\.structure_seed must be an integer >= 0"),
         (dict(structure="no"), r"data\.structure must be true or false"),
         (dict(p_in=0.5), r"data\.p_in is only used with data\.patterns in \['bernoulli'\]"),
+        (dict(patterns="bernoulli", p_o=0.5), r"data\.p_o is only used with data\.patterns in \['mixture'\]"),
         (dict(interval=(1, 2)), r"data\.interval is only used with data\.labeling: interval"),
-        (dict(labeling="codes"), r"data\.labeling: codes goes with data\.patterns: hidden_representation"),
-        (dict(patterns="hidden_representation", labeling="parity"), r"data\.labeling: codes goes with"),
-        (dict(patterns="hidden_representation", structure=False), r"data\.structure: false .* undefined"),
-        (dict(patterns="hidden_representation", k=3, codes_per_class=5), r"data\.codes_per_class must be <="),
-        (
-            dict(patterns="hidden_representation", k=2, codes=[[0, 1], [0, 1]], code_labels=[1, -1]),
-            r"data\.codes must be distinct",
-        ),
-        (
-            dict(patterns="hidden_representation", k=2, codes=[[0, 1]], code_labels=[1]),
-            r"gives every sample the label \+1",
-        ),
+        # E.3.1's code table is its own data model now: the message says where it went.
+        (dict(labeling="codes"), r"class_path: HiddenRepresentation"),
+        (dict(patterns="hidden_representation"), r"class_path: HiddenRepresentation"),
         (dict(relevant=[0, 1, 1, 2, 3]), r"data\.relevant must list k=5 distinct"),
         (dict(relevant=[0, 1]), r"data\.relevant must list k=5"),
         (dict(patterns="bernoulli", p_in=0.0, labeling="threshold"), r"gives every sample the label -1"),
@@ -436,7 +392,7 @@ def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
 # ---------------------------------------------------------------------- end to end
 def test_short_training_run(fit):
     dm = SparseCoding(d=20, D=10, k=3, batch_size=32, val_size=64, test_size=64)
-    model = TwoLayerNet(input_dim=dm.input_dim, width=8, lr=0.1)
+    model = TwoLayerNet(input_dim=dm.input_dim, network={"width": 8}, lr=0.1)
     trainer = fit(model, dm, 3)
     assert trainer.global_step == 3
     assert all(torch.isfinite(p).all() for p in model.parameters())
@@ -464,3 +420,87 @@ def test_gamma_of_the_parity_mixture_by_hand():
     # D(1) (weight 1 - p_o): phi_A all ones (odd count, y = +1) or all zeros (y = -1);
     # D(0): y is independent of any single phi_i. gamma = (1 - p_o) * (1/2 - 0) = 1/4.
     assert SparseCoding(d=40, D=20, k=5).gamma == pytest.approx(0.25)
+
+
+# ---------------------------------------------------------------------- process constants
+def paper_process(sigma2: float, gamma: float, k: int) -> dict[str, float]:
+    """Section 3.1 / Lemma 23: sigma_w = 1/k, sigma_b = 1/k^2, sigma_xi = k^(-3/2), sigma_a = sigma~^2/(gamma k^2)."""
+    return {"sigma_w": 1 / k, "sigma_b": 1 / k**2, "sigma_xi": 1 / k**1.5, "sigma_a": sigma2 / (gamma * k**2)}
+
+
+def monte_carlo_sigma2_and_gamma(dm: SparseCoding, n: int = 200_000) -> tuple[float, float, float]:
+    """E||x~ - E x~||^2 (+ d sigma_zeta^2 for the noise), gamma, and the standard error of the former."""
+    _, y, phi = dm.sample_with_hidden(n, gen(11), CPU)
+    phi, y = phi.double(), y.double()
+    x = phi @ dm.M.T  # x~ without the noise
+    sq = ((x - x.mean(0)) ** 2).sum(1)
+    sigma2 = sq.mean().item() + dm.d * dm.sigma_zeta**2
+    phi_a = phi[:, dm.A]
+    gamma = ((y[:, None] * phi_a).mean(0) - y.mean() * phi_a.mean(0)).mean().item()
+    return sigma2, gamma, sq.std().item() / math.sqrt(n)
+
+
+def test_process_constants_of_e11_by_hand():
+    """E.1.1: sigma~^2 = sum_j Var(phi~_j) = D/4 = 25 and gamma = (1 - p_o)/2 = 1/4, so sigma_a = 4."""
+    dm = SparseCoding(d=500, D=100, k=5)
+    assert dm.sigma_tilde == pytest.approx(5.0, rel=1e-12) and dm.gamma == pytest.approx(0.25, rel=1e-12)
+    constants = dm.process_constants()
+    assert list(constants) == ["sigma_w", "sigma_b", "sigma_xi", "sigma_a"]
+    assert all(type(v) is float for v in constants.values())
+    assert constants == pytest.approx(paper_process(25.0, 0.25, 5), rel=1e-12)
+    assert constants["sigma_a"] == pytest.approx(4.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(d=40, D=20, k=5, p_o=0.3),  # mixture, gamma = 0.35
+        dict(d=60, D=40, k=30, patterns="bernoulli", labeling="interval", interval=(20, 30)),  # E.1.2 shape
+        dict(
+            d=15, D=30, k=5, p_o=0.4, labeling="threshold", dictionary="incoherent", sigma_zeta=0.2, negative_ratio=0.7
+        ),
+    ],
+    ids=["mixture", "interval", "incoherent-noisy-imbalanced"],
+)
+def test_process_constants_match_a_monte_carlo_estimate(cfg):
+    dm = SparseCoding(**cfg)
+    k = dm.k
+    sigma2, gamma, se = monte_carlo_sigma2_and_gamma(dm)
+    assert gamma > 0.01  # the paper's rule applies (no fallback)
+    expected = paper_process(sigma2, gamma, k)
+    constants = dm.process_constants()
+    for name in ("sigma_w", "sigma_b", "sigma_xi"):
+        assert constants[name] == pytest.approx(expected[name], rel=1e-12)
+    # Loose: Z standard errors of sigma~^2, plus 5/sqrt(n) on gamma (as in the gamma test).
+    tolerance = Z * se / sigma2 + 5 / math.sqrt(200_000) / gamma
+    assert constants["sigma_a"] == pytest.approx(expected["sigma_a"], rel=tolerance)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(d=500, D=100, k=5),
+        dict(d=60, D=40, k=30, patterns="bernoulli", p_in=2 / 3, p_out=0.5, labeling="interval", interval=(20, 30)),
+        dict(d=40, D=20, k=5, negative_ratio=0.8),
+    ],
+)
+def test_process_constants_without_structure_are_those_of_the_structured_twin(cfg):
+    dm, free = SparseCoding(**cfg), SparseCoding(**cfg, structure=False)
+    assert free.process_constants() == dm.process_constants()  # bit for bit
+    # ... and not the structure-free data's own: uniform phi~ has sigma~^2 = D/4 (and gamma ~ 0 for parity).
+    assert free.sigma_tilde == pytest.approx(math.sqrt(cfg["D"] / 4))
+    assert (free.sigma_tilde, free.gamma) != (dm.sigma_tilde, dm.gamma)
+
+
+def test_process_constants_use_e11_gamma_without_per_pattern_signal():
+    # Few ones labelled +1 (P = {0, 1}): gamma < 0, so sigma_a falls back to gamma = 1/4.
+    dm = SparseCoding(d=20, D=16, k=4, patterns="bernoulli", p_in=0.5, p_out=0.5, labeling="interval", interval=(0, 1))
+    assert dm.gamma < 0
+    assert dm.process_constants() == pytest.approx(paper_process(16 / 4, 0.25, 4), rel=1e-12)
+
+
+def test_process_constants_need_a_valid_structured_twin():
+    # Uniform phi~ has both classes, but p_in = 0 under structure labels everything -1.
+    free = SparseCoding(d=10, D=8, k=3, patterns="bernoulli", p_in=0.0, labeling="threshold", structure=False)
+    with pytest.raises(ValueError, match=r"structured distribution .* gives every sample the label -1"):
+        free.process_constants()

@@ -11,12 +11,20 @@ from featlearn.cli import build_cli
 from ..conftest import CONFIGS  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
+OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml"))
+
+
+def overlay_base(overlay):
+    """The experiment an overlay is written for: Table 6's rows overlay shi_gmm, the rest shi_parity."""
+    return "shi_gmm" if overlay.stem.startswith("gmm") else "shi_parity"
+
+
 SMOKE = str(CONFIGS / "debug" / "smoke.yaml")
 GLASGOW = str(CONFIGS / "experiments" / "glasgow_xor.yaml")
 # The Glasgow experiment shrunk to a 3-step run on a tiny network.
 TINY_GLASGOW = (
     *("--config", GLASGOW, "--config", SMOKE),
-    *("--data.init_args.dim", "8", "--data.init_args.batch_size", "16", "--model.init_args.width", "4"),
+    *("--data.init_args.dim", "8", "--data.init_args.batch_size", "16", "--model.init_args.network.width", "4"),
 )
 
 
@@ -49,12 +57,70 @@ def test_every_experiment_config_runs(tmp_path, experiment):
     assert "test/loss" in cli.trainer.callback_metrics and "test/error" in cli.trainer.callback_metrics
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.stem)
+def test_every_overlay_runs_on_its_experiment_by_shipped_name(tmp_path, overlay):
+    name = f"shi/{overlay.stem}"
+    cli = run_cli(tmp_path, "--config", overlay_base(overlay), "--config", name, "--config", "debug/smoke")
+    assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+    written = yaml.safe_load(overlay.read_text())
+    for key, value in written.get("data", {}).get("init_args", {}).items():
+        assert getattr(cli.datamodule, key) == value  # the overlay's values reached the data model
+
+
+def shi_constants(data):
+    """Shi et al.'s process constants recomputed here from the paper's formulas (Section 3.1, Lemma 23)."""
+    k, sigma, gamma = data.k, data.sigma_tilde, data.gamma
+    return {"sigma_w": 1 / k, "sigma_b": 1 / k**2, "sigma_xi": k**-1.5, "sigma_a": sigma**2 / (gamma * k**2)}
+
+
+@pytest.mark.parametrize("k", [5, 7])
+def test_shi_constants_follow_the_data_model(k):
+    """--data.init_args.k 7 trains with k = 7's constants, not E.1.1's."""
+    cli = build_cli(["--config", "shi_parity", "--data.init_args.k", str(k), "--trainer.logger", "false"], run=False)
+    expected = shi_constants(cli.datamodule)
+    init = cli.model.hparams["init"]
+    for name in ("sigma_w", "sigma_b", "sigma_a"):
+        assert init[name] == pytest.approx(expected[name], rel=1e-12)
+    assert cli.model.noise_std(1) == cli.model.noise_std(2) == pytest.approx(expected["sigma_xi"], rel=1e-12)
+    assert cli.model.noise_std(3) == 0.0
+    if k == 5:  # E.1.1: sigma~ = 5 and gamma = 1/4 exactly, so sigma_a = 25 / (0.25 * 25) = 4
+        assert init["sigma_a"] == pytest.approx(4.0, rel=1e-12)
+
+
+def test_a_stated_constant_wins_over_the_derived_one():
+    cli = build_cli(
+        ["--config", "shi_parity", "--data.init_args.k", "7", "--model.init_args.init.sigma_w", "0.5"], run=False
+    )
+    assert cli.model.hparams["init"]["sigma_w"] == 0.5 and cli.model.hparams["init"]["sigma_b"] == pytest.approx(1 / 49)
+
+
+def test_null_constant_without_a_provider_is_refused(tmp_path):
+    overlay = tmp_path / "gaussian.yaml"
+    overlay.write_text(
+        "model:\n  init_args:\n    init: {scheme: gaussian_symmetric, sigma_w: null, sigma_b: 0.1, sigma_a: 0.1}\n"
+    )
+    with pytest.raises(ValueError, match="model.init_args.init.sigma_w is null.*BooleanXOR states no sigma_w"):
+        build_cli(["--config", GLASGOW, "--config", str(overlay)], run=False)
+
+
+def test_the_ensemble_size_is_stated_once_for_model_and_data(tmp_path):
+    cli = run_cli(tmp_path, *TINY_GLASGOW, "--model.init_args.ensemble_size", "3")
+    assert cli.datamodule.ensemble_size == cli.model.ensemble_size == 3
+    saved = yaml.safe_load(next((tmp_path / "runs").glob("*/version_0/config.yaml")).read_text())
+    assert saved["data"]["init_args"]["ensemble_size"] == 3
+
+
+def test_unknown_shipped_name_lists_the_experiments(tmp_path):
+    with pytest.raises(FileNotFoundError, match="glasgow_xor.*shi_parity"):
+        build_cli(["fit", "--config", "no_such_experiment"])
+
+
 def test_glasgow_config_builds_glasgows_model(tmp_path):
     cli = build_cli(["--config", str(CONFIGS / "experiments" / "glasgow_xor.yaml")], run=False)
     model, data = cli.model, cli.datamodule
     assert type(model).__name__ == "TwoLayerNet" and type(data).__name__ == "BooleanXOR"
     assert model.net.input_dim == data.input_dim == 512  # linked, stated once
-    assert model.net.w.norm(dim=-1).mean().item() == pytest.approx(0.16, rel=1e-5)
+    assert model.first_layer_features().norm(dim=-1).mean().item() == pytest.approx(0.16, rel=1e-5)
     assert data.batch_size(1) >= data.input_dim / 0.16  # m >= d / theta
     assert model.net.width >= 1 / 0.16 and model.scheduled_values(1)["lr_w"] == 0.16
 
@@ -74,9 +140,9 @@ def test_versioned_logs_config_and_metrics(tmp_path):
 
 def test_same_config_same_weights(tmp_path):
     args = TINY_GLASGOW
-    a = run_cli(tmp_path / "a", *args).model.net.w.detach()
-    b = run_cli(tmp_path / "b", *args).model.net.w.detach()
-    c = run_cli(tmp_path / "c", *args, "--seed_everything", "1").model.net.w.detach()
+    a = run_cli(tmp_path / "a", *args).model.first_layer_features()
+    b = run_cli(tmp_path / "b", *args).model.first_layer_features()
+    c = run_cli(tmp_path / "c", *args, "--seed_everything", "1").model.first_layer_features()
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
@@ -125,7 +191,7 @@ def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch
         "32",
         "--model",
         "TwoLayerNet",
-        "--model.init_args.width",
+        "--model.init_args.network.width",
         "8",
         "--model.init_args.lr",
         "0.5",
@@ -138,9 +204,11 @@ def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch
     [
         (["--data.init_args.dim", "1"], "data.dim"),
         (["--data.init_args.pair", "[0, 600]"], "data.pair"),
-        (["--model.init_args.width", "0"], "model.width"),
+        (["--model.init_args.network.width", "0"], "model.network.width"),
         (["--model.init_args.lr", "-0.5"], "model.lr"),
-        (["--model.init_args.activation", "tanh"], "activation"),
+        (["--model.init_args.network.activation", "tanh"], "model.network.activation"),
+        (["--model.init_args.ensemble_size", "2", "--data.init_args.ensemble_size", "3"], "ensemble size"),
+        (["--data.init_args.updates_per_batch", "0"], "data.updates_per_batch"),
         (["--model.init_args.lr", "[{start: 1, end: 2, value: 0.1}, {start: 4, value: 0.1}]"], "gap before step 3"),
     ],
 )

@@ -32,15 +32,9 @@ TINY = {
     "model": {
         "class_path": "TwoLayerNet",
         "init_args": {
-            "width": 12,
+            "network": {"width": 12, "activation": "truncated_relu", "bias": True, "output_scale": "standard"},
+            "init": {"scheme": "gaussian_symmetric", "sigma_w": 0.3, "sigma_b": 0.1, "sigma_a": 1.0},
             "lr": 0.2,
-            "activation": "truncated_relu",
-            "bias": True,
-            "output_scale": "standard",
-            "init": "gaussian_symmetric",
-            "sigma_w": 0.3,
-            "sigma_b": 0.1,
-            "sigma_a": 1.0,
             "mean_field_gradient": False,
             "loss": "hinge",
         },
@@ -65,7 +59,7 @@ def comparison(tmp_path_factory):
     folder = tmp_path_factory.mktemp("compare")
     config = write_config(folder)
     out = folder / "out"
-    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out)])
+    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out)], build_cli)
     return out, results, config
 
 
@@ -156,9 +150,9 @@ def test_methods_start_from_the_same_weights(comparison):
         )
         for m in METHODS
     }
-    w0 = built["Network"].model.net.w
+    w0 = built["Network"].model.two_layer.w
     for method in METHODS[1:]:
-        torch.testing.assert_close(built[method].model.net.w, w0)
+        torch.testing.assert_close(built[method].model.two_layer.w, w0)
     # RF never moves the first layer: its cosine is the initial weights', seed by seed.
     truth = built["Network"].datamodule.ground_truth()["feature"].double()
     initial = [float(feature_alignment(w.double(), truth, 1, 0.0)["max_cos"]) for w in w0.detach()]
@@ -168,7 +162,7 @@ def test_methods_start_from_the_same_weights(comparison):
 
 def test_same_seeds_same_table(comparison, tmp_path):
     out, _, config = comparison
-    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again")])
+    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again")], build_cli)
     assert (tmp_path / "again" / "table.csv").read_text() == (out / "table.csv").read_text()
     assert (tmp_path / "again" / "table.md").read_text() == (out / "table.md").read_text()
 
@@ -178,21 +172,21 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
     calls = []
     real_run = compare_module.run_method
 
-    def interrupted_run(path):
+    def interrupted_run(path, build):
         calls.append(path)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real_run(path)
+        return real_run(path, build)
 
     monkeypatch.setattr(compare_module, "run_method", interrupted_run)
     args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed")]
     with pytest.raises(KeyboardInterrupt):
-        compare(args)
+        compare(args, build_cli)
     finished = sorted(p.parent.name for p in (tmp_path / "resumed" / "methods").glob("*/result.json"))
     assert finished == ["network", "ntk"]
     monkeypatch.setattr(compare_module, "run_method", real_run)
     capsys.readouterr()
-    compare(args)
+    compare(args, build_cli)
     log = capsys.readouterr().out
     assert "Network: finished earlier" in log and "NTK: finished earlier" in log and "RF: finished" not in log
     assert (tmp_path / "resumed" / "table.csv").read_text() == (out / "table.csv").read_text()
@@ -201,10 +195,10 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
 def test_changed_config_is_not_mixed_with_old_results(comparison, tmp_path):
     _, _, config = comparison
     args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "Network"]
-    compare(args)
+    compare(args, build_cli)
     with pytest.raises(ValueError, match="--overwrite"):
-        compare([*args[:3], "3", *args[4:]])  # --seeds 3
-    compare([*args[:3], "3", *args[4:], "--overwrite"])
+        compare([*args[:3], "3", *args[4:]], build_cli)  # --seeds 3
+    compare([*args[:3], "3", *args[4:], "--overwrite"], build_cli)
     assert read_csv(tmp_path / "o" / "table.csv")[1][4] == "3"
 
 
@@ -215,7 +209,9 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
     content["trainer"].pop("callbacks+")
     config.write_text(yaml.safe_dump(content))
     with pytest.raises(SystemExit) as exit_info:
-        compare_module.main(["--config", str(config), "--out", str(tmp_path / "o"), "--only", "Network w/o structure"])
+        compare_module.main(
+            ["--config", str(config), "--out", str(tmp_path / "o"), "--only", "Network w/o structure"], build_cli
+        )
     assert exit_info.value.code == 2
     assert "no variant without input structure" in capsys.readouterr().err
 
@@ -225,7 +221,7 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
 )
 def test_bad_compare_options_are_refused(args, match, capsys):
     with pytest.raises(SystemExit):
-        compare(["--config", "x.yaml", "--out", "o", *args])
+        compare(["--config", "x.yaml", "--out", "o", *args], build_cli)
     assert match in capsys.readouterr().err
 
 

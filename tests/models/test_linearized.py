@@ -5,6 +5,8 @@ from torch.func import functional_call, jvp
 from featlearn.datamodules import SparseCoding
 from featlearn.models import LinearizedTwoLayerNet, TwoLayerNet
 
+from ..conftest import grouped  # noqa: TID252
+
 SHI_NET = dict(
     activation="truncated_relu",
     bias=True,
@@ -21,11 +23,11 @@ SHI_NET = dict(
 def tangent_prediction(model, theta, x, smoothing_std=0.0):
     """f(x; theta0) + grad_theta f(x; theta0) . (theta - theta0), by forward-mode autodiff."""
     names = ["w", "b", "a"]
-    theta0 = {n: getattr(model, f"{n}0") for n in names}
+    theta0 = {n: getattr(model.net, f"{n}0") for n in names}
     tangent = {n: theta[n] - theta0[n] for n in names}
 
     def f(params):
-        return functional_call(model.net, params, (x,), {"smoothing_std": smoothing_std})
+        return functional_call(model.two_layer, params, (x,), {"smoothing_std": smoothing_std})
 
     value, derivative = jvp(f, (theta0,), (tangent,))
     return value + derivative
@@ -35,52 +37,54 @@ def tangent_prediction(model, theta, x, smoothing_std=0.0):
 @pytest.mark.parametrize("smoothing_std", [0.0, 0.3])
 def test_linearized_is_the_first_order_taylor_expansion(activation, smoothing_std):
     torch.manual_seed(0)
-    model = LinearizedTwoLayerNet(6, 8, lr=0.1, ensemble_size=2, seed=3, **{**SHI_NET, "activation": activation})
+    model = LinearizedTwoLayerNet(
+        6, **grouped(8, lr=0.1, ensemble_size=2, seed=3, **{**SHI_NET, "activation": activation})
+    )
     x = torch.randn(2, 5, 6)
     # At theta0 the linear model is the network.
-    torch.testing.assert_close(model.linearized(x, None, smoothing_std), model.net(x, None, smoothing_std))
+    torch.testing.assert_close(model.net(x, None, smoothing_std), model.two_layer(x, None, smoothing_std))
     with torch.no_grad():
-        for p in model.net.parameters():
+        for p in model.two_layer.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    theta = {n: getattr(model.net, n).detach() for n in ("w", "b", "a")}
+    theta = {n: getattr(model.two_layer, n).detach() for n in ("w", "b", "a")}
     expected = tangent_prediction(model, theta, x, smoothing_std)
-    torch.testing.assert_close(model.linearized(x, None, smoothing_std), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(model.net(x, None, smoothing_std), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_linearized_training_moves_theta_but_never_the_features(fit):
     data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=100, val_size=0, batch_size=50, seed=1)
-    model = LinearizedTwoLayerNet(data.input_dim, 10, lr=0.05, seed=0, **SHI_NET)
-    w0 = model.w0.clone()
+    model = LinearizedTwoLayerNet(data.input_dim, **grouped(10, lr=0.05, seed=0, **SHI_NET))
+    w0 = model.net.w0.clone()
     fit(model, data, 5)
-    assert not torch.equal(model.net.w, w0)  # theta trained
-    torch.testing.assert_close(model.w0, w0)  # theta0 (the tangent features) fixed
+    assert not torch.equal(model.two_layer.w, w0)  # theta trained
+    torch.testing.assert_close(model.net.w0, w0)  # theta0 (the tangent features) fixed
     assert model.first_layer_features() is None
 
 
 def test_linearized_and_network_share_initialisation_and_first_step_gradient():
     # Same arguments, same seed: the same theta0; and at theta0 both have the same gradient.
-    net = TwoLayerNet(6, 8, lr=0.1, seed=5, **SHI_NET)
-    lin = LinearizedTwoLayerNet(6, 8, lr=0.1, seed=5, **SHI_NET)
-    torch.testing.assert_close(net.net.w, lin.net.w)
+    net = TwoLayerNet(6, **grouped(8, lr=0.1, seed=5, **SHI_NET))
+    lin = LinearizedTwoLayerNet(6, **grouped(8, lr=0.1, seed=5, **SHI_NET))
+    torch.testing.assert_close(net.net.w, lin.two_layer.w)
     x, y = torch.randn(1, 7, 6), torch.tensor([[1.0, -1, 1, 1, -1, -1, 1]])
     for m in (net, lin):
         m.member_losses(m.training_output(x, 1), y).sum().backward()
     for name in ("w", "b", "a"):
-        torch.testing.assert_close(getattr(net.net, name).grad, getattr(lin.net, name).grad)
+        torch.testing.assert_close(getattr(net.net, name).grad, getattr(lin.two_layer, name).grad)
 
 
 def test_ntk_blocks_are_inner_products_of_parameter_gradients():
     from torch.func import jacrev
 
-    model = LinearizedTwoLayerNet(5, 6, lr=0.1, ensemble_size=2, seed=1, **SHI_NET)
+    model = LinearizedTwoLayerNet(5, **grouped(6, lr=0.1, ensemble_size=2, seed=1, **SHI_NET))
     x1, x2 = torch.randn(2, 3, 5, dtype=torch.float32), torch.randn(2, 4, 5)
-    params = {n: getattr(model.net, n).detach() for n in ("w", "b", "a")}
+    params = {n: getattr(model.two_layer, n).detach() for n in ("w", "b", "a")}
 
     def f(p, x):
-        return functional_call(model.net, p, (x,))  # (S, B)
+        return functional_call(model.two_layer, p, (x,))  # (S, B)
 
     j1, j2 = jacrev(f)(params, x1), jacrev(f)(params, x2)  # name -> (S, B, *param shape)
-    blocks = model.ntk_blocks(x1, x2)
+    blocks = model.net.ntk_blocks(x1, x2)
     for name in ("w", "b", "a"):
         for s in range(2):
             a = j1[name][s].reshape(3, -1)  # (B1, #params): member s's output against all parameters
@@ -94,14 +98,16 @@ def kernel_pair(**overrides):
     options.update(overrides)
     net_args = {**SHI_NET, "loss": "logistic", "ensemble_size": 2}
     return (
-        LinearizedTwoLayerNet(10, 8, form="linear", **options, **net_args),
-        LinearizedTwoLayerNet(10, 8, form="kernel", **options, **net_args),
+        LinearizedTwoLayerNet(10, **grouped(8, form="linear", **options, **net_args)),
+        LinearizedTwoLayerNet(10, **grouped(8, form="kernel", **options, **net_args)),
     )
 
 
 def small_parity_data():
     batch = [{"start": 1, "end": 1, "value": 64}, {"start": 2, "value": 16}]  # full set, then subsets
-    return SparseCoding(d=10, D=6, k=3, train_size=64, test_size=50, val_size=0, batch_size=batch, seed=3)
+    return SparseCoding(
+        d=10, D=6, k=3, train_size=64, test_size=50, val_size=0, batch_size=batch, seed=3, ensemble_size=2
+    )
 
 
 def test_kernel_form_predicts_exactly_what_the_linear_form_does(fit):
@@ -112,7 +118,7 @@ def test_kernel_form_predicts_exactly_what_the_linear_form_does(fit):
     x, _ = trainer.datamodule.eval_set("test")  # (S, n, d)
     with torch.no_grad():
         torch.testing.assert_close(kernel.scores(x), linear.scores(x), rtol=1e-4, atol=1e-5)
-        assert (kernel.scores(x) - kernel.initial_output(x)).abs().max() > 1e-2  # it did train
+        assert (kernel.scores(x) - kernel.net.initial_output(x)).abs().max() > 1e-2  # it did train
 
 
 @pytest.mark.parametrize(
@@ -126,12 +132,12 @@ def test_kernel_form_predicts_exactly_what_the_linear_form_does(fit):
 )
 def test_kernel_form_refuses_what_it_cannot_express(override, match):
     with pytest.raises(ValueError, match=match):
-        LinearizedTwoLayerNet(10, 8, lr=0.1, **{"form": "kernel", **override}, **SHI_NET)
+        LinearizedTwoLayerNet(10, **grouped(8, lr=0.1, **{"form": "kernel", **override}, **SHI_NET))
 
 
 @pytest.mark.parametrize("data_args, match", [({"train_size": None}, "None"), ({"train_size": 64}, "is 64")])
 def test_kernel_form_needs_a_small_finite_training_set(fit, data_args, match):
     data = SparseCoding(d=10, D=6, k=3, test_size=50, val_size=0, batch_size=16, **data_args)
-    model = LinearizedTwoLayerNet(10, 8, lr=0.1, form="kernel", kernel_max_samples=32, **SHI_NET)
+    model = LinearizedTwoLayerNet(10, **grouped(8, lr=0.1, form="kernel", kernel_max_samples=32, **SHI_NET))
     with pytest.raises(ValueError, match=f"kernel_max_samples = 32.*{match}" if match != "None" else "is None"):
         fit(model, data, 1)

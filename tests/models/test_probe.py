@@ -6,6 +6,7 @@ from sklearn.linear_model import LogisticRegression
 from featlearn.datamodules import SparseCoding
 from featlearn.models import SteppedFeatureProbe, TwoLayerNet
 
+from ..conftest import grouped  # noqa: TID252
 from .test_linearized import SHI_NET
 
 
@@ -16,10 +17,10 @@ def data_model(**kwargs):
 
 @pytest.mark.parametrize("steps", [1, 2])
 def test_probe_first_layer_is_the_networks_after_k_steps(fit, steps):
-    net = TwoLayerNet(16, 12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET)
-    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET)
-    fit(net, data_model(), steps)
-    fit(probe, data_model(), steps)
+    net = TwoLayerNet(16, **grouped(12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET))
+    probe = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, ensemble_size=2, **SHI_NET))
+    fit(net, data_model(ensemble_size=2), steps)
+    fit(probe, data_model(ensemble_size=2), steps)
     torch.testing.assert_close(probe.net.w, net.net.w)
     torch.testing.assert_close(probe.net.b, net.net.b)
     assert int(probe.probed_at) == steps
@@ -27,8 +28,10 @@ def test_probe_first_layer_is_the_networks_after_k_steps(fit, steps):
 
 def test_probe_is_the_converged_logistic_regression(fit):
     """The probe's classifier equals scikit-learn's on the same standardised features and objective."""
-    data = data_model()
-    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, ensemble_size=2, probe_l2=1e-2, probe_tol=1e-9, **SHI_NET)
+    data = data_model(ensemble_size=2)
+    probe = SteppedFeatureProbe(
+        16, **grouped(12, lr=0.2, seed=4, ensemble_size=2, probe_l2=1e-2, probe_tol=1e-9, **SHI_NET)
+    )
     fit(probe, data, 2)
     x, y = data.train_set()  # (S, n, d), (S, n)
     n = x.shape[1]
@@ -50,14 +53,14 @@ def test_probe_is_the_converged_logistic_regression(fit):
 
 
 def test_probe_warns_when_the_stopping_rule_is_not_met(fit):
-    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, probe_max_iter=1, probe_tol=1e-12, **SHI_NET)
+    probe = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, probe_max_iter=1, probe_tol=1e-12, **SHI_NET))
     with pytest.warns(UserWarning, match="probe_max_iter"):
         fit(probe, data_model(), 1)
 
 
 def test_probe_in_online_mode_fits_on_its_own_fixed_sample(fit):
     data = data_model(train_size=None)
-    probe = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, probe_samples=300, **SHI_NET)
+    probe = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, probe_samples=300, **SHI_NET))
     fit(probe, data, 1)
     x, _ = data.probe_set(300)
     assert x.shape == (1, 300, 16)
@@ -75,13 +78,13 @@ def test_probe_in_online_mode_fits_on_its_own_fixed_sample(fit):
 )
 def test_probe_rejects_bad_settings(override, match):
     with pytest.raises(ValueError, match=f"model.{match}"):
-        SteppedFeatureProbe(16, 12, lr=0.2, **SHI_NET, **override)
+        SteppedFeatureProbe(16, **grouped(12, lr=0.2, **SHI_NET, **override))
 
 
 def test_probe_fits_after_the_last_step_with_several_updates_per_batch(fit):
-    one = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, **SHI_NET)
-    chunked = SteppedFeatureProbe(16, 12, lr=0.2, seed=4, updates_per_batch=3, **SHI_NET)
+    one = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, **SHI_NET))
+    chunked = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, **SHI_NET))
     fit(one, data_model(), 5)
-    fit(chunked, data_model(), 5)
+    fit(chunked, data_model(updates_per_batch=3), 5)
     assert int(chunked.probed_at) == 5
     torch.testing.assert_close(chunked.net.a, one.net.a)

@@ -1,4 +1,3 @@
-import math
 import re
 
 import pytest
@@ -6,7 +5,8 @@ import torch
 
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
-from featlearn.models.losses import LOSSES
+
+from ..conftest import grouped  # noqa: TID252
 
 
 def glasgow_step_by_hand(w, a, x, y, eta):
@@ -27,7 +27,7 @@ def glasgow_step_by_hand(w, a, x, y, eta):
 
 
 def test_defaults_are_glasgows_model():
-    model = TwoLayerNet(16, 32, lr=0.1, init_scale=0.3)
+    model = TwoLayerNet(16, **grouped(32, lr=0.1, init_scale=0.3))
     net = model.net
     assert net.scale == pytest.approx(1 / 32) and net.b is None and net.activation == "relu"
     assert model.loss_name == "logistic" and model.gradient_scale() == 32
@@ -41,7 +41,7 @@ def test_defaults_are_glasgows_model():
 @pytest.mark.parametrize("steps", [1, 3])
 def test_sgd_update_matches_paper_formulas(fit, steps):
     dm = BooleanXOR(dim=12, batch_size=64, seed=3)
-    model = TwoLayerNet(12, 10, lr=0.7, init_scale=0.5, seed=1)
+    model = TwoLayerNet(12, **grouped(10, lr=0.7, init_scale=0.5, seed=1))
     w, a = model.net.w[0].detach().clone(), model.net.a[0].detach().clone()
     for t in range(1, steps + 1):
         x, y = dm.train_batch(t)  # the batch of step t is a pure function of t
@@ -57,16 +57,18 @@ def test_weight_decay_is_explicit_l2_and_lambda_half_over_eta_forgets(fit):
     eta = 0.5
     model = TwoLayerNet(
         8,
-        6,
-        lr=eta,
-        weight_decay_w=1 / (2 * eta),
-        train_second_layer=False,
-        mean_field_gradient=False,
-        output_scale="standard",
-        seed=0,
+        **grouped(
+            6,
+            lr=eta,
+            weight_decay_w=1 / (2 * eta),
+            train_second_layer=False,
+            mean_field_gradient=False,
+            output_scale="standard",
+            seed=0,
+        ),
     )
     reference = TwoLayerNet(
-        8, 6, lr=eta, train_second_layer=False, mean_field_gradient=False, output_scale="standard", seed=0
+        8, **grouped(6, lr=eta, train_second_layer=False, mean_field_gradient=False, output_scale="standard", seed=0)
     )
     w0 = reference.net.w.detach().clone()
     fit(model, dm, 1)
@@ -77,7 +79,7 @@ def test_weight_decay_is_explicit_l2_and_lambda_half_over_eta_forgets(fit):
 
 
 def test_frozen_first_layer_does_not_move(fit):
-    model = TwoLayerNet(8, 6, lr=0.3, train_first_layer=False, seed=0)
+    model = TwoLayerNet(8, **grouped(6, lr=0.3, train_first_layer=False, seed=0))
     w0, a0 = model.net.w.detach().clone(), model.net.a.detach().clone()
     fit(model, BooleanXOR(dim=8, batch_size=32), 3)
     assert torch.equal(model.net.w, w0) and not torch.equal(model.net.a, a0)
@@ -85,11 +87,13 @@ def test_frozen_first_layer_does_not_move(fit):
 
 def test_per_layer_rates_and_schedules_are_applied(fit):
     """eta_a = 0 from step 2 on: a moves once only; w keeps moving."""
-    model = TwoLayerNet(8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
+    model = TwoLayerNet(
+        8, **grouped(6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
+    )
     fit(model, BooleanXOR(dim=8, batch_size=32), 1)
     a1, w1 = model.net.a.detach().clone(), model.net.w.detach().clone()
     model2 = TwoLayerNet(
-        8, 6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0
+        8, **grouped(6, lr_w=0.3, lr_a=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], seed=0)
     )
     fit(model2, BooleanXOR(dim=8, batch_size=32), 4)
     assert torch.equal(model2.net.a, a1) and not torch.equal(model2.net.w, w1)
@@ -98,7 +102,7 @@ def test_per_layer_rates_and_schedules_are_applied(fit):
 
 def test_noise_is_injected_into_preactivations_and_reproducible(fit):
     def run(noise):
-        model = TwoLayerNet(8, 6, lr=0.3, noise_std=noise, seed=0)
+        model = TwoLayerNet(8, **grouped(6, lr=0.3, noise_std=noise, seed=0))
         fit(model, BooleanXOR(dim=8, batch_size=32), 2)
         return model.net.w.detach().clone()
 
@@ -110,10 +114,10 @@ def test_noise_is_injected_into_preactivations_and_reproducible(fit):
 def test_ensemble_member_equals_single_run(fit):
     """Member s of an S-ensemble (seeds 10+s, data seed 5+s) == a single run with those seeds."""
     S, steps = 4, 6
-    ensemble = TwoLayerNet(10, 8, lr=0.4, noise_std=0.1, ensemble_size=S, seed=10)
-    fit(ensemble, BooleanXOR(dim=10, batch_size=48, seed=5), steps)
+    ensemble = TwoLayerNet(10, **grouped(8, lr=0.4, noise_std=0.1, ensemble_size=S, seed=10))
+    fit(ensemble, BooleanXOR(dim=10, batch_size=48, seed=5, ensemble_size=S), steps)
     for s in range(S):
-        single = TwoLayerNet(10, 8, lr=0.4, noise_std=0.1, seed=10 + s)
+        single = TwoLayerNet(10, **grouped(8, lr=0.4, noise_std=0.1, seed=10 + s))
         fit(single, BooleanXOR(dim=10, batch_size=48, seed=5 + s), steps)
         torch.testing.assert_close(ensemble.net.w[s], single.net.w[0], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(ensemble.net.a[s], single.net.a[0], rtol=1e-5, atol=1e-6)
@@ -121,7 +125,7 @@ def test_ensemble_member_equals_single_run(fit):
 
 def test_same_seed_same_weights(fit):
     def run():
-        model = TwoLayerNet(10, 8, lr=0.4, noise_std=0.05, seed=3)
+        model = TwoLayerNet(10, **grouped(8, lr=0.4, noise_std=0.05, seed=3))
         fit(model, BooleanXOR(dim=10, batch_size=48, train_size=100), 7)
         return model.net.w.detach().clone()
 
@@ -130,19 +134,23 @@ def test_same_seed_same_weights(fit):
 
 @pytest.mark.parametrize("train_size, updates_per_batch", [(None, 1), (100, 1), (100, 4)])
 def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates_per_batch):
-    from pytorch_lightning.callbacks import ModelCheckpoint
+    from featlearn.callbacks import StepCheckpoint
 
     def make():
         model = TwoLayerNet(
             10,
-            8,
-            lr=[{"start": 1, "end": 4, "value": 0.5}, {"start": 5, "value": 0.2}],
-            noise_std=0.05,
-            seed=3,
-            updates_per_batch=updates_per_batch,
+            **grouped(
+                8,
+                lr=[{"start": 1, "end": 4, "value": 0.5}, {"start": 5, "value": 0.2}],
+                noise_std=0.05,
+                seed=3,
+            ),
         )
         dm = BooleanXOR(
-            dim=10, batch_size=[{"start": 1, "end": 2, "value": 200}, {"start": 3, "value": 16}], train_size=train_size
+            dim=10,
+            batch_size=[{"start": 1, "end": 2, "value": 200}, {"start": 3, "value": 16}],
+            train_size=train_size,
+            updates_per_batch=updates_per_batch,
         )
         return model, dm
 
@@ -150,7 +158,7 @@ def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates
     fit(full, dm, 10)
 
     first, dm = make()
-    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=5, save_top_k=-1)
+    ckpt = StepCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=5, save_top_k=-1)
     fit(first, dm, 5, enable_checkpointing=True, callbacks=[ckpt])
     resumed, dm = make()
     fit(resumed, dm, 10, ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=5.ckpt"))
@@ -159,7 +167,7 @@ def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates
 
 
 def test_divergence_stops_with_step_and_rate(fit):
-    model = TwoLayerNet(8, 6, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}], seed=0)
+    model = TwoLayerNet(8, **grouped(6, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 1e30}], seed=0))
     with pytest.raises(FloatingPointError, match=r"step (3|4|5).*lr_w=1e\+30"):
         fit(model, BooleanXOR(dim=8, batch_size=32), 20, log_every_n_steps=1)
 
@@ -179,9 +187,14 @@ def test_divergence_between_log_steps_names_the_same_first_step(
 
     def first_bad_step(log_every_n_steps, updates=1):
         rates = [{"start": 1, "end": jump - 1, "value": 0.1}, {"start": jump, "value": 1e30}]
-        model = TwoLayerNet(8, 6, lr=rates, seed=0, updates_per_batch=updates)
+        model = TwoLayerNet(8, **grouped(6, lr=rates, seed=0))
         with pytest.raises(FloatingPointError, match="update step") as error:
-            fit(model, BooleanXOR(dim=8, batch_size=32), 30, log_every_n_steps=log_every_n_steps)
+            fit(
+                model,
+                BooleanXOR(dim=8, batch_size=32, updates_per_batch=updates),
+                30,
+                log_every_n_steps=log_every_n_steps,
+            )
         return int(re.search(r"update step (\d+)", str(error.value)).group(1))
 
     reference = first_bad_step(1)
@@ -197,7 +210,7 @@ def test_diverged_weights_are_not_checkpointed(fit, tmp_path):
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=10, save_top_k=-1)
     with pytest.raises(FloatingPointError, match="update step"):
         fit(
-            TwoLayerNet(8, 6, lr=rates, seed=0),
+            TwoLayerNet(8, **grouped(6, lr=rates, seed=0)),
             BooleanXOR(dim=8, batch_size=32),
             20,
             log_every_n_steps=50,
@@ -209,7 +222,7 @@ def test_diverged_weights_are_not_checkpointed(fit, tmp_path):
 
 def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
     monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", 4)
-    model = TwoLayerNet(8, 6, lr=0.1, seed=0)
+    model = TwoLayerNet(8, **grouped(6, lr=0.1, seed=0))
     seen = []
     original = TwoLayerNet._raise_if_diverged
 
@@ -225,17 +238,18 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(width=0, lr=0.1), "model.width"),
+        (dict(width=0, lr=0.1), "model.network.width"),
         (dict(width=4), "model.lr_w is missing"),
         (dict(width=4, lr=-0.1), "model.lr"),
-        (dict(width=4, lr=0.1, activation="tanh"), "activation"),
+        (dict(width=4, lr=0.1, activation="tanh"), "model.network.activation"),
         (dict(width=4, lr=0.1, loss="mse"), "model.loss"),
-        (dict(width=4, lr=0.1, init="xavier"), "model.init"),
-        (dict(width=4, lr=0.1, init="gaussian_symmetric"), "model.sigma_w"),
+        (dict(width=4, lr=0.1, init="xavier"), "model.init.scheme"),
+        (dict(width=4, lr=0.1, init="gaussian_symmetric"), "model.init.sigma_w"),
         (dict(width=5, lr=0.1, init="gaussian_symmetric", sigma_w=1, sigma_b=1, sigma_a=1), "even"),
-        (dict(width=4, lr=0.1, init_scale=0.0), "model.init_scale"),
+        (dict(width=4, lr=0.1, init_scale=0.0), "model.init.scale"),
         (dict(width=4, lr=0.1, ensemble_size=0), "model.ensemble_size"),
-        (dict(width=4, lr=0.1, updates_per_batch=0), "model.updates_per_batch"),
+        (dict(width=4, lr=0.1, bias="yes"), "model.network.bias"),
+        (dict(width=4, lr=0.1, seed=-1), "model.seed"),
         (dict(width=4, lr=0.1, train_first_layer=False, train_second_layer=False), "nothing would train"),
         (dict(width=4, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 4, "value": 0.1}]), "gap"),
         (dict(width=4, lr=0.1, noise_std=-1.0), "model.noise_std"),
@@ -243,58 +257,15 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
 )
 def test_bad_model_arguments_name_the_parameter(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        TwoLayerNet(8, **kwargs)
+        TwoLayerNet(8, **grouped(**kwargs))
 
 
 def test_schedule_shorter_than_run_fails_before_training(fit):
-    model = TwoLayerNet(8, 4, lr=[{"start": 1, "end": 5, "value": 0.1}], seed=0)
+    model = TwoLayerNet(8, **grouped(4, lr=[{"start": 1, "end": 5, "value": 0.1}], seed=0))
     w0 = model.net.w.detach().clone()
     with pytest.raises(ValueError, match="model.lr covers steps 1..5 but trainer.max_steps is 10"):
         fit(model, BooleanXOR(dim=8, batch_size=8), 10)
     assert torch.equal(model.net.w, w0)
-
-
-def test_gaussian_symmetric_init_outputs_zero():
-    model = TwoLayerNet(
-        8,
-        6,
-        lr=0.1,
-        init="gaussian_symmetric",
-        sigma_w=1.0,
-        sigma_b=0.5,
-        sigma_a=2.0,
-        bias=True,
-        activation="truncated_relu",
-        output_scale="standard",
-        ensemble_size=2,
-        seed=0,
-    )
-    x = torch.randn(5, 8)
-    torch.testing.assert_close(model(x), torch.zeros(2, 5))
-    assert float(model.net.w[0].detach().std()) == pytest.approx(1.0, abs=0.5)
-
-
-def test_network_shapes_and_activations():
-    model = TwoLayerNet(8, 6, lr=0.1, ensemble_size=3, bias=True, activation="quadratic", seed=0)
-    net = model.net
-    assert net.w.shape == (3, 6, 8) and net.a.shape == (3, 6) and net.b.shape == (3, 6)
-    x = torch.randn(4, 8)
-    out = net(x)
-    assert out.shape == (3, 4)
-    brute = torch.stack([((x @ net.w[s].T + net.b[s]) ** 2 @ net.a[s]) / 6 for s in range(3)])
-    torch.testing.assert_close(out, brute)
-    assert net(x.expand(3, 4, 8)).shape == (3, 4)
-
-
-@pytest.mark.parametrize("name", list(LOSSES))
-def test_loss_derivative_matches_autograd(name):
-    loss, derivative_abs = LOSSES[name]
-    margin = torch.tensor([-3.0, -0.5, 0.3, 0.99, 2.0, 5.0], dtype=torch.float64, requires_grad=True)
-    (grad,) = torch.autograd.grad(loss(margin).sum(), margin)
-    torch.testing.assert_close(derivative_abs(margin.detach()), grad.abs())
-    if name == "logistic":
-        torch.testing.assert_close(loss(margin.detach()), 2 * torch.log1p(torch.exp(-margin.detach())))
-        assert loss(torch.zeros(1)).item() == pytest.approx(2 * math.log(2))
 
 
 def test_train_metrics_are_written_on_the_log_cadence_only(fit):
@@ -311,10 +282,10 @@ def test_train_metrics_are_written_on_the_log_cadence_only(fit):
             pass
 
     recorder = Recorder()
-    model = TwoLayerNet(8, 6, lr=0.3, ensemble_size=2, seed=0)
+    model = TwoLayerNet(8, **grouped(6, lr=0.3, ensemble_size=2, seed=0))
     fit(
         model,
-        BooleanXOR(dim=8, batch_size=[{"start": 1, "end": 2, "value": 64}, {"start": 3, "value": 16}]),
+        BooleanXOR(dim=8, batch_size=[{"start": 1, "end": 2, "value": 64}, {"start": 3, "value": 16}], ensemble_size=2),
         6,
         logger=recorder,
         log_every_n_steps=2,
@@ -328,57 +299,45 @@ def test_train_metrics_are_written_on_the_log_cadence_only(fit):
     assert metrics["train/loss_min"] <= metrics["train/loss"] <= metrics["train/loss_max"]
 
 
-@pytest.mark.parametrize("activation", ["relu", "truncated_relu", "quadratic"])
-def test_noise_in_expectation_is_the_monte_carlo_limit(activation):
-    model = TwoLayerNet(6, 4, lr=0.1, activation=activation, bias=True, output_scale="standard", seed=0)
-    net = model.net
-    x = torch.randn(3, 6, dtype=torch.float64)
-    net.double()
-    std = 0.4
-    exact = net(x, smoothing_std=std)
-    gen = torch.Generator().manual_seed(0)
-    n = 20000
-    noise = std * torch.randn(1, n * 3, 4, generator=gen, dtype=torch.float64)
-    draws = net(x.repeat(n, 1).unsqueeze(0), noise=noise).reshape(n, 3)  # one forward for all draws
-    sem = draws.std(0) / n**0.5
-    assert ((exact - draws.mean(0)).abs() <= 5 * sem + 1e-12).all()
-    # and it tends to the noiseless network as the noise vanishes
-    torch.testing.assert_close(net(x, smoothing_std=1e-6), net(x), atol=1e-6, rtol=0)
-
-
 def test_noise_mode_expectation_trains_deterministically(fit):
     def run():
-        model = TwoLayerNet(8, 6, lr=0.3, noise_std=0.2, noise_mode="expectation", seed=0)
+        model = TwoLayerNet(8, **grouped(6, lr=0.3, noise_std=0.2, noise_mode="expectation", seed=0))
         fit(model, BooleanXOR(dim=8, batch_size=32), 2)
         return model.net.w.detach().clone()
 
     assert torch.equal(run(), run())
     with pytest.raises(ValueError, match="model.noise_mode"):
-        TwoLayerNet(8, 6, lr=0.3, noise_mode="mean")
+        TwoLayerNet(8, **grouped(6, lr=0.3, noise_mode="mean"))
 
 
 def test_bias_rate_can_differ_from_the_first_layer_rate(fit):
     model = TwoLayerNet(
-        8, 6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+        8,
+        **grouped(
+            6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+        ),
     )
     fit(model, BooleanXOR(dim=8, batch_size=32), 1)
     b1, w1 = model.net.b.detach().clone(), model.net.w.detach().clone()
     again = TwoLayerNet(
-        8, 6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+        8,
+        **grouped(
+            6, lr=0.3, lr_b=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], bias=True, seed=0
+        ),
     )
     fit(again, BooleanXOR(dim=8, batch_size=32), 3)
     assert torch.equal(again.net.b, b1) and not torch.equal(again.net.w, w1)
     assert again.scheduled_values(2)["lr_b"] == 0.0 and again.scheduled_values(2)["lr_w"] == 0.3
     with pytest.raises(ValueError, match="model.lr_b"):
-        TwoLayerNet(8, 6, lr=0.3, lr_b=-1.0, bias=True)
+        TwoLayerNet(8, **grouped(6, lr=0.3, lr_b=-1.0, bias=True))
 
 
 def test_several_updates_per_batch_change_nothing_but_the_batch_count(fit, tmp_path):
     """updates_per_batch = 5: same weights, diagnostics, logs and checkpoints as one update per batch."""
-    from pytorch_lightning.callbacks import Callback, ModelCheckpoint
+    from pytorch_lightning.callbacks import Callback
     from pytorch_lightning.loggers.logger import Logger
 
-    from featlearn.callbacks import XORPhaseDiagnostics
+    from featlearn.callbacks import StepCheckpoint, XORPhaseDiagnostics
 
     class Recorder(Logger):
         name, version = "rec", 0
@@ -401,10 +360,15 @@ def test_several_updates_per_batch_change_nothing_but_the_batch_count(fit, tmp_p
             self.steps.append(trainer.global_step)
 
     def run(updates, folder):
-        model = TwoLayerNet(10, 8, lr=0.4, noise_std=0.05, ensemble_size=2, seed=1, updates_per_batch=updates)
+        model = TwoLayerNet(10, **grouped(8, lr=0.4, noise_std=0.05, ensemble_size=2, seed=1))
         phases, counter, recorder = XORPhaseDiagnostics(points_per_decade=5), BatchCounter(), Recorder()
-        ckpt = ModelCheckpoint(dirpath=folder, every_n_train_steps=7, save_top_k=-1)
-        data = BooleanXOR(dim=10, batch_size=[{"start": 1, "end": 3, "value": 64}, {"start": 4, "value": 16}])
+        ckpt = StepCheckpoint(dirpath=folder, every_n_train_steps=7, save_top_k=-1)
+        data = BooleanXOR(
+            dim=10,
+            batch_size=[{"start": 1, "end": 3, "value": 64}, {"start": 4, "value": 16}],
+            ensemble_size=2,
+            updates_per_batch=updates,
+        )
         trainer = fit(
             model,
             data,
@@ -429,6 +393,33 @@ def test_several_updates_per_batch_change_nothing_but_the_batch_count(fit, tmp_p
 
 
 def test_several_updates_per_batch_refuse_lightning_validation(fit):
-    model = TwoLayerNet(10, 8, lr=0.3, updates_per_batch=4)
+    model = TwoLayerNet(10, **grouped(8, lr=0.3))
     with pytest.raises(ValueError, match="trainer.limit_val_batches: 0"):
-        fit(model, BooleanXOR(dim=10, batch_size=16), 5, limit_val_batches=1.0, val_check_interval=2)
+        fit(
+            model,
+            BooleanXOR(dim=10, batch_size=16, updates_per_batch=4),
+            5,
+            limit_val_batches=1.0,
+            val_check_interval=2,
+        )
+
+
+def test_several_updates_per_batch_refuse_a_checkpoint_that_hides_its_steps(fit, tmp_path):
+    """Lightning keeps ModelCheckpoint's step cadence private: the plan cannot end a batch on it."""
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=3)
+    with pytest.raises(ValueError, match="StepCheckpoint"):
+        fit(
+            TwoLayerNet(10, **grouped(8, lr=0.3)),
+            BooleanXOR(dim=10, batch_size=16, updates_per_batch=4),
+            5,
+            enable_checkpointing=True,
+            callbacks=[ckpt],
+        )
+    assert not list(tmp_path.glob("*.ckpt"))
+
+
+def test_batches_for_another_ensemble_size_are_refused(fit):
+    with pytest.raises(ValueError, match="same ensemble_size"):
+        fit(TwoLayerNet(10, **grouped(8, lr=0.3, ensemble_size=3)), BooleanXOR(dim=10, batch_size=16), 2)

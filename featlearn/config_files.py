@@ -1,0 +1,73 @@
+"""Where featlearn's shipped configs are, in a checkout and in an installed wheel alike.
+
+The repository's ``configs/`` folder installs as the package ``featlearn.configs``
+(package data), so ``base.yaml``, the experiments and the methods files are found
+the same way whether featlearn runs from a checkout, an editable install or a wheel.
+A config is named by a path, or by its name among the shipped ones::
+
+    featlearn fit --config glasgow_xor                       # experiments/glasgow_xor.yaml
+    featlearn fit --config shi_parity --config shi/d100      # an experiment and an overlay
+    featlearn fit --config debug/smoke.yaml ...              # any shipped file, by its relative path
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+
+def config_root() -> Path:
+    """The folder of the shipped configs (``featlearn/configs`` once installed)."""
+    return Path(str(files("featlearn.configs")))
+
+
+def base_config() -> Path:
+    """``base.yaml``: trainer defaults, logger and checkpoints, loaded before any ``--config``."""
+    return config_root() / "base.yaml"
+
+
+def shipped_experiments() -> list[str]:
+    """The names of the shipped experiments and overlays (``glasgow_xor``, ``shi/d100``), sorted."""
+    folder = config_root() / "experiments"
+    return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.yaml"))
+
+
+def resolve_config(name: str) -> Path:
+    """The file a ``--config`` value names: an existing path, else a shipped config.
+
+    A shipped config is looked up as ``experiments/<name>[.yaml]``, then as
+    ``<name>[.yaml]`` under the config folder (``debug/smoke``, ``compare/shi``).
+
+    Raises:
+        FileNotFoundError: If ``name`` is neither a file nor a shipped config; the message
+            lists the shipped experiments.
+    """
+    path = Path(name)
+    if path.is_file():
+        return path
+    root = config_root()
+    stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    for candidate in (root / "experiments" / f"{stem}.yaml", root / f"{stem}.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"--config {name!r} is neither a file nor a shipped config. Give the path of a YAML file, or one of "
+        f"the shipped experiments: {', '.join(shipped_experiments())} (list them with `featlearn configs`)."
+    )
+
+
+def resolve_config_args(args: list[str]) -> list[str]:
+    """``args`` with every ``--config NAME`` (or ``--config=NAME``) value resolved by :func:`resolve_config`."""
+    out, expect_value = [], False
+    for arg in args:
+        if expect_value:
+            out.append(str(resolve_config(arg)))
+            expect_value = False
+        elif arg == "--config":
+            out.append(arg)
+            expect_value = True
+        elif arg.startswith("--config="):
+            out.append("--config=" + str(resolve_config(arg.split("=", 1)[1])))
+        else:
+            out.append(arg)
+    return out

@@ -1,0 +1,62 @@
+"""The ``featlearn`` console script: dispatches each subcommand to its module.
+
+* ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.cli`);
+* ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.compare`);
+* ``featlearn configs [copy NAME [DEST]]``: list the shipped experiments, or copy one out to edit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+
+def configs_command(argv: list[str]) -> None:
+    """``featlearn configs``: list the shipped experiments; ``featlearn configs copy NAME [DEST]``: copy one."""
+    from featlearn.config_files import resolve_config, shipped_experiments
+
+    parser = argparse.ArgumentParser(prog="featlearn configs", description="The configs shipped with featlearn.")
+    sub = parser.add_subparsers(dest="action")
+    copy = sub.add_parser("copy", help="Copy a shipped config out, to edit and run with --config.")
+    copy.add_argument("name", help="A shipped experiment (glasgow_xor) or config (debug/smoke).")
+    copy.add_argument("dest", nargs="?", default=None, help="File or folder to write (default: ./NAME's file name).")
+    args = parser.parse_args(argv)
+    if args.action is None:
+        print("Shipped experiments and overlays (featlearn fit --config NAME [--config OVERLAY]):")
+        for name in shipped_experiments():
+            print(f"  {name}")
+        return
+    try:
+        source = resolve_config(args.name)
+    except FileNotFoundError as err:
+        parser.error(str(err))
+    dest = Path(args.dest) if args.dest else Path(source.name)
+    if dest.is_dir():
+        dest = dest / source.name
+    if dest.exists():
+        parser.error(f"{dest} exists: choose another DEST (featlearn never overwrites your files).")
+    shutil.copyfile(source, dest)
+    print(f"wrote {dest} (run it with: featlearn fit --config {dest})")
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``featlearn`` console script and ``python -m featlearn``."""
+    argv = sys.argv[1:] if args is None else list(args)
+    command = argv[0] if argv else None
+    if command == "compare":
+        from featlearn.cli import build_cli
+        from featlearn.compare import main as compare_main
+
+        compare_main(argv[1:], build_cli)
+    elif command == "configs":
+        configs_command(argv[1:])
+    else:
+        from featlearn.cli import build_cli
+
+        build_cli(args)  # None: LightningCLI reads sys.argv itself
+
+
+if __name__ == "__main__":
+    main()
