@@ -217,15 +217,18 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             f"||w_sig|| >= {self.signal_heavy_ratio:g} (||w_opp|| + ||w_perp||)",
         ]
         if last:
-            lines.append(
-                f"at step {last['step']}: signal-heavy fraction {last['phase/signal_heavy_frac']:.3f}, "
-                f"gamma_min {last['phase/gamma_min']:.3f}, gamma_max {last['phase/gamma_max']:.3f}"
-                + (
-                    f", test loss {last['phase/test_loss']:.4f}, test error {last['phase/test_error']:.4f}"
-                    if "phase/test_loss" in last
-                    else ""
+            parts = [
+                f"{label} {last[key]:{fmt}}"
+                for key, label, fmt in (
+                    ("phase/signal_heavy_frac", "signal-heavy fraction", ".3f"),  # absent without neurons (NTK)
+                    ("phase/gamma_min", "gamma_min", ".3f"),
+                    ("phase/gamma_max", "gamma_max", ".3f"),
+                    ("phase/test_loss", "test loss", ".4f"),
+                    ("phase/test_error", "test error", ".4f"),
                 )
-            )
+                if key in last
+            ]
+            lines.append(f"at step {last['step']}: " + ", ".join(parts))
         return "\n".join(lines)
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102

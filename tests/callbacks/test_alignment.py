@@ -133,3 +133,14 @@ def test_refuses_a_data_model_without_features(fit):
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         FeatureAlignment(**kwargs)
+
+
+def test_a_learner_without_neurons_gets_no_alignment_and_compare_agrees(fit):
+    """The NTK has no learned first layer: FeatureAlignment logs nothing, as compare reports NA."""
+    from featlearn.models import LinearizedTwoLayerNet
+
+    dm = SparseCoding(d=30, D=12, k=3, batch_size=64, test_size=64)
+    model = LinearizedTwoLayerNet(dm.input_dim, **grouped(16, lr=0.1, seed=0))
+    cb = FeatureAlignment(cadence=2, mds_steps=[0, -1])
+    fit(model, dm, 3, callbacks=[cb])
+    assert model.first_layer_features() is None and cb.history == [] and cb.images == {}

@@ -127,3 +127,15 @@ def test_bad_callback_arguments():
         XORPhaseDiagnostics(boundary_fraction=0.5)
     with pytest.raises(ValueError, match="signal_heavy_ratio"):
         XORPhaseDiagnostics(signal_heavy_ratio=-1)
+
+
+def test_a_learner_without_neurons_gets_margins_but_no_neuron_metrics(fit):
+    from featlearn.models import LinearizedTwoLayerNet
+
+    model = LinearizedTwoLayerNet(10, **grouped(12, lr=0.3, seed=0))
+    phases = XORPhaseDiagnostics(cadence=2)
+    fit(model, BooleanXOR(dim=10, batch_size=64, test_size=200), 4, callbacks=[phases])
+    last = phases.history[-1]
+    assert "phase/gamma_min" in last and "phase/test_error" in last
+    assert not any(k.startswith(("phase/w_sig", "phase/signal_heavy")) for k in last)
+    assert phases.boundary_steps == [None]
