@@ -25,18 +25,19 @@ from featlearn.datamodules import SparseCoding
 from featlearn.models import LinearizedTwoLayerNet, TwoLayerNet
 
 warnings.filterwarnings("ignore")
+#: Shi et al.'s architecture and initialisation (E.1.1's constants), trained at a constant rate.
+SHI_NETWORK = dict(activation="truncated_relu", bias=True, output_scale="standard")
 SHI = dict(
-    activation="truncated_relu",
-    bias=True,
-    output_scale="standard",
-    init="gaussian_symmetric",
-    sigma_w=0.2,
-    sigma_b=0.04,
-    sigma_a=4.0,
+    init=dict(scheme="gaussian_symmetric", sigma_w=0.2, sigma_b=0.04, sigma_a=4.0),
     mean_field_gradient=False,
     loss="hinge",
     lr=1e-4,
 )
+
+
+def shi(width: int, **kwargs) -> dict:
+    """A learner's keyword arguments: Shi et al.'s network of ``width`` neurons, ``SHI``'s settings, ``kwargs``."""
+    return {"network": {"width": width, **SHI_NETWORK}, **SHI, **kwargs}
 
 
 def steps_per_s(make_model, data_args, steps, warmup=5):
@@ -56,16 +57,16 @@ def main() -> None:
     data = dict(d=500, D=100, k=5, train_size=None, test_size=0, val_size=0, batch_size=1000)
     ntk, net, ratio = paired(
         args.repeats,
-        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, 600, **SHI), data, args.steps),
-        lambda: steps_per_s(lambda d: TwoLayerNet(d, 600, **SHI), data, args.steps),
+        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, **shi(600)), data, args.steps),
+        lambda: steps_per_s(lambda d: TwoLayerNet(d, **shi(600)), data, args.steps),
     )
     print(f"{'NTK linear form vs network, d=500 p=600 B=1000 (steps/s)':<58}{ntk:>10.1f}{net:>11.1f}{ratio:>8.2f}")
 
     small = dict(d=100, D=50, k=5, train_size=2000, test_size=0, val_size=0, batch_size=200)
     kernel, linear, ratio = paired(
         args.repeats,
-        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, 200, form="kernel", **SHI), small, args.steps * 4),
-        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, 200, **SHI), small, args.steps * 4),
+        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, **shi(200, form="kernel")), small, args.steps * 4),
+        lambda: steps_per_s(lambda d: LinearizedTwoLayerNet(d, **shi(200)), small, args.steps * 4),
     )
     label = "NTK kernel form vs linear form, n=2000 p=200 B=200 (steps/s)"
     print(f"{label:<58}{kernel:>10.1f}{linear:>11.1f}{ratio:>8.2f}")

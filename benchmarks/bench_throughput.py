@@ -7,8 +7,8 @@ Measured side by side in one process, on the same machine, as ratios:
    logging every 10 steps as in configs/base.yaml) and by a plain loop that draws
    the batch, runs forward/backward and applies the same mean-field SGD step.
    Sizes: small (d=64, p=256, m=2048) and the experiment's (d=512, p=512, m=4096),
-   each with one update per Lightning batch (K=1) and with ``updates_per_batch=K``
-   (default 10), which hands Lightning several steps at once.
+   each with one update per Lightning batch (K=1) and with the data model's
+   ``updates_per_batch=K`` (default 10), which hands Lightning several steps at once.
 2. An ensemble of S=8 networks in one batched featlearn run against 8 single
    featlearn runs, at a tiny size (d=16, p=32, m=256) where per-step overhead
    dominates; on a GPU also S=32 at the experiment size against one run.
@@ -96,14 +96,14 @@ def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updat
     """Steps per second of a featlearn fit (steps after warmup) on ``device`` (cpu or cuda)."""
     model = TwoLayerNet(
         d,
-        p,
+        network={"width": p},
+        init={"scheme": "sphere", "scale": 1 / math.log(d)},
         lr=0.05,
-        init_scale=1 / math.log(d),
         ensemble_size=ensemble_size,
         seed=seed,
-        updates_per_batch=updates_per_batch,
     )
-    return timed_fit(model, BooleanXOR(dim=d, batch_size=m, seed=seed), steps, warmup, device=device)
+    data = BooleanXOR(dim=d, batch_size=m, seed=seed, ensemble_size=ensemble_size, updates_per_batch=updates_per_batch)
+    return timed_fit(model, data, steps, warmup, device=device)
 
 
 def plain_steps_per_s(d, p, m, steps, warmup, seed=0, device="cpu"):
@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="timed steps per run (small size)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--updates-per-batch", type=int, default=10, help="K of the second featlearn row (model.updates_per_batch)"
+        "--updates-per-batch", type=int, default=10, help="K of the second featlearn row (data.updates_per_batch)"
     )
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both sides train")
     args = parser.parse_args()

@@ -35,8 +35,8 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
       no host-to-device copy on the hot path.
     * Reproducibility: every draw is seeded from ``(seed + member, stream, step)``
       (see :mod:`featlearn.seeding`), so the batch of step ``t`` is a pure function of
-      ``t``. A resumed run continues the same stream; ensemble member ``s`` (of the
-      model's ``ensemble_size`` members) sees exactly the data of a single run with
+      ``t``. A resumed run continues the same stream; ensemble member ``s`` (of
+      ``ensemble_size`` members) sees exactly the data of a single run with
       ``seed + s``.
     * Several updates per Lightning batch (``updates_per_batch: K``): the stream
       hands over up to K consecutive steps' batches as one

@@ -9,7 +9,8 @@ Skipped where no CUDA device is present (CI has none); run them on a GPU machine
   One/Two Step probe;
 * same seed, same weights; chunked updates, stop/resume and ensembles behave on the
   GPU exactly as the CPU tests require;
-* every experiment config and a ``featlearn compare`` of Table 1's methods run there.
+* every experiment config (each overlay on its experiment) and a ``featlearn compare``
+  of Table 1's methods run there.
 
 A GPU run draws its data from CUDA generators, so its sample path differs from a CPU
 run with the same seed (the same distribution, other draws); the parity tests below
@@ -25,7 +26,7 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
-from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, XORPhaseDiagnostics
+from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, StepCheckpoint, XORPhaseDiagnostics
 from featlearn.cli import build_cli
 from featlearn.compare import compare
 from featlearn.datamodules import BooleanXOR, SparseCoding
@@ -34,6 +35,7 @@ from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLaye
 from featlearn.models.base import ScheduledSGDModule
 
 from .conftest import CONFIGS, grouped
+from .featlearn.test_cli import OVERLAYS, overlay_base
 from .featlearn.test_compare import TINY
 
 pytestmark = [
@@ -122,11 +124,19 @@ def xor_model(**kwargs):
     return TwoLayerNet(12, **grouped(16, **options))
 
 
+def xor_data(model, data: type = BooleanXOR, **kwargs):
+    """XOR batches (d = 12, 64 per step) for ``model``: the data model takes the model's ensemble size."""
+    options = dict(dim=12, batch_size=64, ensemble_size=model.ensemble_size)
+    options.update(kwargs)
+    return data(**options)
+
+
 def test_batches_parameters_and_diagnostics_live_on_the_gpu(fit_on, evaluations):
     recorder = DeviceRecorder()
     phases, heldout = XORPhaseDiagnostics(points_per_decade=5), HeldOutAccuracy(cadence=5)
-    model = xor_model(noise_std=0.05, updates_per_batch=3)
-    fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64, test_size=256), 12, callbacks=[recorder, phases, heldout])
+    model = xor_model(noise_std=0.05)
+    data = xor_data(model, test_size=256, updates_per_batch=3)
+    fit_on("cuda", model, data, 12, callbacks=[recorder, phases, heldout])
     assert recorder.batch_devices == recorder.model_devices == {"cuda"}
     assert evaluations and set(evaluations) == {("cuda", "cuda")}  # the diagnostics' held-out evaluations
     assert phases.history and all(math.isfinite(v) for row in phases.history for v in row.values())
@@ -142,7 +152,7 @@ def test_gpu_run_matches_cpu_run_on_the_same_batches(fit_on, train_size):
     for device in ("cpu", "cuda"):
         model = xor_model(weight_decay_w=0.01, bias=True)
         phases = XORPhaseDiagnostics(points_per_decade=5)
-        fit_on(device, model, data(dim=12, batch_size=64, train_size=train_size, test_size=512), 15, callbacks=[phases])
+        fit_on(device, model, xor_data(model, data, train_size=train_size, test_size=512), 15, callbacks=[phases])
         runs[device] = model, phases.history
     (cpu, cpu_history), (gpu, gpu_history) = runs["cpu"], runs["cuda"]
     for name, param in cpu.net.named_parameters():
@@ -158,7 +168,7 @@ def test_ntk_on_the_gpu_matches_the_cpu(fit_on, form):
     outputs = {}
     for device in ("cpu", "cuda"):
         model = LinearizedTwoLayerNet(12, **grouped(16, lr=0.5, form=form, ensemble_size=2, seed=4))
-        dm = data(dim=12, batch_size=200, train_size=200, test_size=128)
+        dm = data(dim=12, batch_size=200, train_size=200, test_size=128, ensemble_size=2)
         fit_on(device, model, dm, 6)
         x, _ = dm.eval_set("test")
         outputs[device] = model.scores(x.to(model.device)).detach().cpu()
@@ -170,7 +180,7 @@ def test_stepped_probe_on_the_gpu_matches_the_cpu(fit_on):
     results = {}
     for device in ("cpu", "cuda"):
         model = SteppedFeatureProbe(**TINY["model"]["init_args"], input_dim=16, ensemble_size=2, seed=1)
-        dm = data(**{**TINY["data"]["init_args"], "batch_size": 300, "seed": 3})  # the whole set per step
+        dm = data(**{**TINY["data"]["init_args"], "batch_size": 300, "seed": 3, "ensemble_size": 2})  # whole set
         fit_on(device, model, dm, 2)
         x, _ = dm.eval_set("test")
         results[device] = model.scores(x.to(model.device)).detach().cpu()
@@ -180,7 +190,7 @@ def test_stepped_probe_on_the_gpu_matches_the_cpu(fit_on):
 def test_gpu_same_seed_same_weights(fit_on):
     def run():
         model = xor_model(noise_std=0.1)
-        fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64), 9)
+        fit_on("cuda", model, xor_data(model), 9)
         return model.net.w.detach().cpu()
 
     assert torch.equal(run(), run())
@@ -188,43 +198,51 @@ def test_gpu_same_seed_same_weights(fit_on):
 
 def test_gpu_chunked_updates_equal_single_updates(fit_on):
     def run(updates):
-        model = xor_model(noise_std=0.1, updates_per_batch=updates)
+        model = xor_model(noise_std=0.1)
         phases = XORPhaseDiagnostics(points_per_decade=5)
-        fit_on("cuda", model, BooleanXOR(dim=12, batch_size=64), 17, callbacks=[phases])
+        fit_on("cuda", model, xor_data(model, updates_per_batch=updates), 17, callbacks=[phases])
         return model.net.w.detach().cpu(), phases.history
 
     (w_one, history_one), (w_four, history_four) = run(1), run(4)
     assert torch.equal(w_one, w_four) and history_one == history_four
 
 
-def test_gpu_stop_and_resume_equals_uninterrupted(fit_on, tmp_path):
-    from pytorch_lightning.callbacks import ModelCheckpoint
+@pytest.mark.parametrize("updates_per_batch", [1, 4])
+def test_gpu_stop_and_resume_equals_uninterrupted(fit_on, tmp_path, updates_per_batch):
+    def run(steps, **kwargs):
+        model = xor_model(noise_std=0.05)
+        fit_on("cuda", model, xor_data(model, updates_per_batch=updates_per_batch), steps, **kwargs)
+        return model
 
-    full = xor_model(noise_std=0.05)
-    fit_on("cuda", full, BooleanXOR(dim=12, batch_size=64), 10)
-    first = xor_model(noise_std=0.05)
-    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=5, save_top_k=-1)
-    fit_on("cuda", first, BooleanXOR(dim=12, batch_size=64), 5, enable_checkpointing=True, callbacks=[ckpt])
-    resumed = xor_model(noise_std=0.05)
-    fit_on("cuda", resumed, BooleanXOR(dim=12, batch_size=64), 10, ckpt_path=str(tmp_path / "epoch=0-step=5.ckpt"))
+    full = run(10)
+    ckpt = StepCheckpoint(dirpath=tmp_path, every_n_train_steps=5, save_top_k=-1)  # K > 1 needs its stated steps
+    run(5, enable_checkpointing=True, callbacks=[ckpt])
+    resumed = run(10, ckpt_path=str(tmp_path / "epoch=0-step=5.ckpt"))
     assert torch.equal(resumed.net.w, full.net.w) and torch.equal(resumed.net.a, full.net.a)
 
 
 def test_gpu_ensemble_member_equals_single_run(fit_on):
     ensemble = xor_model(noise_std=0.1, ensemble_size=3, seed=10)
-    fit_on("cuda", ensemble, BooleanXOR(dim=12, batch_size=64, seed=5), 6)
+    fit_on("cuda", ensemble, xor_data(ensemble, seed=5), 6)
     for s in range(3):
         single = xor_model(noise_std=0.1, ensemble_size=1, seed=10 + s)
-        fit_on("cuda", single, BooleanXOR(dim=12, batch_size=64, seed=5 + s), 6)
+        fit_on("cuda", single, xor_data(single, seed=5 + s), 6)
         torch.testing.assert_close(ensemble.net.w[s], single.net.w[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda p: p.stem)
-def test_every_experiment_config_runs_on_the_gpu(tmp_path, experiment, drawn_batches, evaluations):
+# Each experiment by its path, and each overlay of configs/experiments/shi/ by shipped name on
+# the experiment it is written for.
+RUNS = {path.stem: [str(path)] for path in EXPERIMENTS} | {
+    f"shi/{path.stem}": [overlay_base(path), f"shi/{path.stem}"] for path in OVERLAYS
+}
+
+
+@pytest.mark.parametrize("configs", RUNS.values(), ids=RUNS.keys())
+def test_every_experiment_config_runs_on_the_gpu(tmp_path, configs, drawn_batches, evaluations):
     cli = build_cli(
         [
             "fit",
-            *("--config", str(experiment), "--config", SMOKE),
+            *(arg for config in (*configs, SMOKE) for arg in ("--config", config)),
             *("--trainer.accelerator", "gpu", "--trainer.default_root_dir", str(tmp_path)),
             *("--trainer.logger.init_args.save_dir", str(tmp_path / "runs")),
         ]
@@ -239,7 +257,7 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
     config = {**TINY, "trainer": {**TINY["trainer"], "accelerator": "gpu"}}
     path = tmp_path / "tiny_gpu.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out")])
+    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out")], build_cli)
     assert len(results) == 6
     assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
     assert (tmp_path / "out" / "table.md").exists()
@@ -250,16 +268,16 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
 def test_feature_alignment_on_the_gpu(fit_on):
     alignment = FeatureAlignment(cadence=2, mds_steps=[])
     model = TwoLayerNet(**TINY["model"]["init_args"], input_dim=16, ensemble_size=2)
-    fit_on("cuda", model, SparseCoding(**TINY["data"]["init_args"]), 4, callbacks=[alignment])
+    fit_on("cuda", model, SparseCoding(**TINY["data"]["init_args"], ensemble_size=2), 4, callbacks=[alignment])
     assert [row["step"] for row in alignment.history] == [0, 1, 2, 3, 4]
 
 
 def test_gpu_divergence_names_the_first_bad_step(fit_on):
     def first_bad_step(log_every_n_steps):
         rates = [{"start": 1, "end": 11, "value": 0.1}, {"start": 12, "value": 1e30}]
-        data = BooleanXOR(dim=12, batch_size=64)
+        model = xor_model(lr=rates)
         with pytest.raises(FloatingPointError, match="update step") as error:
-            fit_on("cuda", xor_model(lr=rates), data, 30, log_every_n_steps=log_every_n_steps)
+            fit_on("cuda", model, xor_data(model), 30, log_every_n_steps=log_every_n_steps)
         return int(str(error.value).split("update step ")[1].split()[0])
 
     assert first_bad_step(50) == first_bad_step(1) >= 12

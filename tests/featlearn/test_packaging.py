@@ -1,5 +1,6 @@
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -45,7 +46,22 @@ def test_wheel_install_runs_a_shipped_experiment_from_another_folder(tmp_path):
     wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, REPO], check=True)
+    # Build from a copy: setuptools leaves build/ in the source folder, and a stale build/ would leak into later wheels.
+    source = tmp_path / "source"
+    skip = (
+        ".git",
+        ".venv",
+        "build",
+        "dist",
+        "runs",
+        "*.egg-info",
+        "__pycache__",
+        ".*_cache",
+        ".hypothesis",
+        "bench_out",
+    )
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*skip))
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, source], check=True)
     wheel = next(wheels.glob("featlearn-*.whl"))
     subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
     env = {**os.environ, "PYTHONPATH": str(site)}
