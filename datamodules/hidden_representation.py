@@ -5,9 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from featlearn.datamodules.sparse_coding import DictionaryDataModule
+from featlearn.datamodules.dictionary import DictionaryDataModule
 from featlearn.datamodules.sparse_coding_law import HiddenLaw, code_law
-from featlearn.schedules import ScheduleSpec
 from featlearn.validation import check_int, check_probability, is_number
 
 # Largest k for which the random codes are drawn by a permutation of all 2^k binary
@@ -51,17 +50,10 @@ class HiddenRepresentation(DictionaryDataModule):
         codes: An explicit code table: distinct 0/1 lists of length k.
         code_labels: The label (+1 or -1) of each code in ``codes``.
         p_o: Probability of each irrelevant pattern, in [0, 1] (None: 1/2).
-        negative_ratio: None (the natural class proportions) or r in (0, 1), the
-            probability of the label -1.
-        dictionary: ``orthonormal`` or ``incoherent``.
-        sigma_zeta: Standard deviation of the input noise zeta (Appendix F), >= 0.
-        relevant: The class-relevant set A (k distinct indices in [0, D)); None draws
-            a uniformly random k-subset from ``structure_seed`` (sorted).
-        structure_seed: Seed of M, A and the random codes: part of the distribution,
-            shared by every ensemble member.
-        batch_size: Samples per update step (int or schedule); paper: 1000.
-        **kwargs: Forwarded to :class:`SyntheticDataModule` (``train_size``,
-            ``test_size``, ``seed``, ...).
+        **kwargs: :class:`DictionaryDataModule`'s shared arguments (``negative_ratio``,
+            ``dictionary``, ``sigma_zeta``, ``relevant``, ``structure_seed``, ``batch_size``,
+            paper: 1000) and :class:`SyntheticDataModule`'s (``train_size``, ``test_size``,
+            ``seed``, ...).
     """
 
     def __init__(
@@ -73,26 +65,9 @@ class HiddenRepresentation(DictionaryDataModule):
         codes: list[list[int]] | None = None,
         code_labels: list[int] | None = None,
         p_o: float | None = None,
-        negative_ratio: float | None = None,
-        dictionary: str = "orthonormal",
-        sigma_zeta: float = 0.0,
-        relevant: list[int] | None = None,
-        structure_seed: int = 0,
-        batch_size: ScheduleSpec = 1000,
         **kwargs,
     ) -> None:
-        super().__init__(
-            d=d,
-            D=D,
-            k=k,
-            negative_ratio=negative_ratio,
-            dictionary=dictionary,
-            sigma_zeta=sigma_zeta,
-            relevant=relevant,
-            structure_seed=structure_seed,
-            batch_size=batch_size,
-            **kwargs,
-        )
+        super().__init__(d=d, D=D, k=k, **kwargs)
         p_o = 0.5 if p_o is None else p_o
         check_probability("data.p_o", p_o)
         codes, code_labels, codes_per_class = self._check_codes(k, codes, code_labels, codes_per_class)

@@ -57,17 +57,25 @@ def resolve_config(name: str) -> Path:
 
 
 def resolve_config_args(args: list[str]) -> list[str]:
-    """``args`` with every ``--config NAME`` (or ``--config=NAME``) value resolved by :func:`resolve_config`."""
+    """``args`` with every ``--config NAME`` (or ``--config=NAME``) value resolved by :func:`resolve_config`.
+
+    A value that is inline YAML (``--config '{trainer: {max_steps: 5}}'``, which LightningCLI
+    also accepts) is passed through as it is.
+    """
+
+    def resolve(value: str) -> str:
+        return value if any(c in value for c in ":{\n") else str(resolve_config(value))
+
     out, expect_value = [], False
     for arg in args:
         if expect_value:
-            out.append(str(resolve_config(arg)))
+            out.append(resolve(arg))
             expect_value = False
         elif arg == "--config":
             out.append(arg)
             expect_value = True
         elif arg.startswith("--config="):
-            out.append("--config=" + str(resolve_config(arg.split("=", 1)[1])))
+            out.append("--config=" + resolve(arg.split("=", 1)[1]))
         else:
             out.append(arg)
     return out
