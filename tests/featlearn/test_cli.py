@@ -87,6 +87,46 @@ def test_shi_constants_follow_the_data_model(k):
         assert init["sigma_a"] == pytest.approx(4.0, rel=1e-12)
 
 
+SHI_RUNS = [
+    ("shi_parity",),
+    ("shi_interval",),
+    ("shi_hidden_representation",),
+    *[("shi_parity", f"shi/{o.stem}") for o in OVERLAYS if not o.stem.startswith("gmm")],
+    ("shi_interval", "shi/nostructure"),
+]
+
+
+@pytest.mark.parametrize("configs", SHI_RUNS, ids="+".join)
+def test_every_shi_run_states_the_papers_constants(configs):
+    """Every constant the configs derive or state follows its formula, for every experiment and overlay."""
+    args = [a for c in configs for a in ("--config", c)]
+    cli = build_cli([*args, "--trainer.logger", "false"], run=False)
+    data, model = cli.datamodule, cli.model
+    # Without structure the process keeps the structured data's constants.
+    structured_args = [a for c in configs if c != "shi/nostructure" for a in ("--config", c)]
+    structured = build_cli([*structured_args, "--trainer.logger", "false"], run=False).datamodule
+    assert getattr(structured, "structure", True)
+    expected = shi_constants(structured)
+    if expected["sigma_a"] <= 0 or structured.gamma <= 1e-3:  # random codes: E.1.1's gamma = 1/4 stands in
+        expected["sigma_a"] = structured.sigma_tilde**2 / (0.25 * structured.k**2)
+    init = model.hparams["init"]
+    for name in ("sigma_w", "sigma_b", "sigma_a"):
+        assert init[name] == pytest.approx(expected[name], rel=1e-12), name
+    assert model.noise_std(1) == pytest.approx(expected["sigma_xi"], rel=1e-12)
+    # The classifier stage's rate: 1000 x 600 / width (see shi_parity.yaml).
+    assert model.scheduled_values(3)["lr_a"] == pytest.approx(1000.0 * 600 / model.width)
+
+
+@pytest.mark.parametrize("overlay", [None, "shi/gmm_2", "shi/gmm_3"])
+def test_gaussian_mixture_runs_state_their_initialisation(overlay):
+    """Table 6 rows: sigma_w = 1/sqrt(d), sigma_a = 1/sqrt(width) (our stated choice)."""
+    args = ["--config", "shi_gmm"] + (["--config", overlay] if overlay else [])
+    cli = build_cli([*args, "--trainer.logger", "false"], run=False)
+    init = cli.model.hparams["init"]
+    assert init["sigma_w"] == pytest.approx(cli.datamodule.d**-0.5, rel=1e-12)
+    assert init["sigma_a"] == pytest.approx(cli.model.width**-0.5, rel=1e-12)
+
+
 def test_a_stated_constant_wins_over_the_derived_one():
     cli = build_cli(
         ["--config", "shi_parity", "--data.init_args.k", "7", "--model.init_args.init.sigma_w", "0.5"], run=False
