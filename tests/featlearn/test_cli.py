@@ -101,7 +101,7 @@ def test_every_shi_run_states_the_papers_constants(configs):
     """Every constant the configs derive or state follows its formula, for every experiment and overlay."""
     args = [a for c in configs for a in ("--config", c)]
     cli = build_cli([*args, "--trainer.logger", "false"], run=False)
-    data, model = cli.datamodule, cli.model
+    model = cli.model
     # Without structure the process keeps the structured data's constants.
     structured_args = [a for c in configs if c != "shi/nostructure" for a in ("--config", c)]
     structured = build_cli([*structured_args, "--trainer.logger", "false"], run=False).datamodule
