@@ -151,8 +151,9 @@ def fill_process_constants(config) -> None:
         ValueError: If a null constant has no value from the data model.
     """
     init = config.get("model.init_args.init")
-    missing = [name for name in INIT_CONSTANTS if init is not None and name in init and init.get(name) is None]
-    missing = missing if init is not None and init.get("scheme") == "gaussian_symmetric" else []
+    missing = []
+    if init is not None and init.get("scheme") == "gaussian_symmetric":  # the scheme these constants belong to
+        missing = [name for name in INIT_CONSTANTS if init.get(name) is None]
     noise = config.get("model.init_args.noise_std")
     null_segments = []
     if isinstance(noise, list):
