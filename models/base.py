@@ -72,6 +72,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         # and at the end: no per-update kernels or host syncs, and still the exact step.
         self._pending_losses: list[Tensor] = []
         self._pending_from = 0
+        #: Groups whose rate is 0 at the current step: their parameters do not require gradients.
+        self._idle_groups: set[str] = set()
 
     # ------------------------------------------------------------------ subclass API
     def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
@@ -138,6 +140,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         x, y = batch
         step = self.global_step + 1
         self._check_members(x)
+        trains = self._skip_idle_groups(step)
         losses = self.member_losses(self.training_output(x, step), y)  # (S,)
         objective = losses.sum()
         for params, _, wd in self._groups.values():
@@ -146,10 +149,37 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                 objective = objective + lam * sum((p * p).sum() for p in params)
         optimizer = self.optimizers()
         optimizer.zero_grad(set_to_none=True)
-        self.manual_backward(objective)
-        self._step_optimizer(optimizer, step)
+        if trains:
+            self.manual_backward(objective)
+        self._step_optimizer(optimizer, step)  # also with nothing to train: it counts the step
         self._after_update(losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
+
+    def _skip_idle_groups(self, step: int) -> bool:
+        """Compute no gradient for groups whose rate is 0 at ``step``; return whether any group trains.
+
+        A plain SGD step at rate 0 leaves its parameters unchanged whatever their
+        gradient (and decay) is, so a group idle at ``step`` stops requiring gradients:
+        autograd skips its backward (in Shi et al.'s process, the first layer's from step
+        3 on, half of each step's arithmetic) and the weights are exactly those of
+        computing it. The flags change only when a group's state changes, and are
+        restored at the end of training.
+        """
+        trains = False
+        for name, (params, lr, _) in self._groups.items():
+            idle = lr(step) == 0
+            if idle != (name in self._idle_groups):
+                for p in params:
+                    p.requires_grad_(not idle)
+                (self._idle_groups.add if idle else self._idle_groups.discard)(name)
+            trains = trains or not idle
+        return trains
+
+    def _restore_idle_groups(self) -> None:
+        for name in self._idle_groups:
+            for p in self._groups[name][0]:
+                p.requires_grad_(True)
+        self._idle_groups.clear()
 
     def _check_members(self, x: Tensor) -> None:
         """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
@@ -182,7 +212,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             self._log_train(losses, step, batch_size=batch_size)
 
     def on_train_end(self) -> None:  # noqa: D102
+        self._restore_idle_groups()
         self._raise_if_diverged()
+
+    def teardown(self, stage: str) -> None:
+        """Give idle groups their gradients back also when training stopped on an error."""
+        self._restore_idle_groups()
+        super().teardown(stage)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Refuse to checkpoint weights a pending loss shows to have diverged."""

@@ -249,3 +249,42 @@ def test_several_updates_per_batch_refuse_a_checkpoint_that_hides_its_steps(fit,
 def test_batches_for_another_ensemble_size_are_refused(fit):
     with pytest.raises(ValueError, match="same ensemble_size"):
         fit(TwoLayerNet(10, **grouped(8, lr=0.3, ensemble_size=3)), BooleanXOR(dim=10, batch_size=16), 2)
+
+
+def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypatch):
+    """Shi et al.'s process freezes the first layer from step 3: no backward through it, same weights."""
+    from featlearn.datamodules import SparseCoding
+
+    process = dict(
+        bias=True,
+        activation="truncated_relu",
+        output_scale="standard",
+        init="gaussian_symmetric",
+        sigma_w=0.3,
+        sigma_b=0.1,
+        sigma_a=1.0,
+        mean_field_gradient=False,
+        loss="hinge",
+        lr_w=[{"start": 1, "end": 2, "value": 0.5}, {"start": 3, "value": 0.0}],
+        lr_a=[{"start": 1, "end": 3, "value": 0.0}, {"start": 4, "value": 2.0}],  # a idle in steps 1-3
+        weight_decay_w=[{"start": 1, "end": 1, "value": 0.2}, {"start": 2, "value": 0.0}],
+        weight_decay_a=0.1,  # decay without rate: still no update
+        noise_std=0.05,
+        ensemble_size=2,
+        seed=3,
+    )
+
+    def run(skip):
+        if not skip:
+            monkeypatch.setattr(TwoLayerNet, "_skip_idle_groups", lambda self, step: True)
+        model = TwoLayerNet(12, **grouped(8, **process))
+        data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=50, val_size=0, batch_size=50, ensemble_size=2)
+        fit(model, data, 6)
+        monkeypatch.undo()
+        return model
+
+    skipped, computed = run(skip=True), run(skip=False)
+    for name in ("w", "b", "a"):
+        assert torch.equal(getattr(skipped.net, name), getattr(computed.net, name)), name
+    assert skipped.net.w.grad is None and computed.net.w.grad is not None  # step 6: w idle, not differentiated
+    assert all(p.requires_grad for p in skipped.parameters())  # restored after training
