@@ -9,6 +9,7 @@ from torch import Tensor
 
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.linalg import orthonormal_columns
+from featlearn.sampling import rademacher
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 from featlearn.validation import check_int, check_number
@@ -124,7 +125,7 @@ class GaussianMixture(SyntheticDataModule):
         m = self._m_on.get(device)
         if m is None:
             m = self._m_on[device] = self.M.to(device=device, dtype=self.dtype)
-        eps = 2.0 * torch.randint(0, 2, (n, self.k), generator=generator, device=device).to(self.dtype) - 1.0
+        eps = rademacher((n, self.k), generator, device, self.dtype)  # (n, k) in {-1, +1}
         y = eps.prod(dim=1)
         x = eps @ m.T + self.noise_std * torch.randn(n, self.d, generator=generator, device=device, dtype=self.dtype)
         return x, y, eps

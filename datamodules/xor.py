@@ -7,6 +7,7 @@ from torch import Tensor
 
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.linalg import orthonormal_columns
+from featlearn.sampling import rademacher
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
 from featlearn.validation import check_bool, check_int, is_int
@@ -86,9 +87,7 @@ class BooleanXOR(SyntheticDataModule):
 
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw x uniform on the (rotated) hypercube and y = -x_i x_j."""
-        # Drawn straight in the float dtype and mapped in place: no int64 buffer.
-        x = torch.randint(0, 2, (n, self.dim), generator=generator, device=device, dtype=self.dtype)
-        x = x.mul_(2.0).sub_(1.0)  # (n, d) in {-1, +1}
+        x = rademacher((n, self.dim), generator, device, self.dtype)  # (n, d) in {-1, +1}, 64 signs per draw
         i, j = self.pair
         y = -x[:, i] * x[:, j]  # (n,)
         if self.rotate:
