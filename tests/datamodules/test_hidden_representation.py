@@ -12,19 +12,26 @@ import math
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from featlearn.datamodules import HiddenRepresentation
 
-CPU = torch.device("cpu")
-Z = 5.0  # z-score bound of the statistical checks (two-sided tail ~ 6e-7 per check)
-FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+from .dictionary_oracle import (
+    CPU,
+    FAST,
+    PROBS,
+    Z,
+    all_hidden_vectors,
+    assert_exact_moments,
+    bernoulli_prob,
+    condition_on_negative_ratio,
+    dictionary_arguments,
+    encode,
+    gen,
+)
+
 E31 = dict(d=500, D=250, k=50, codes_per_class=50, p_o=0.5)  # the paper's sizes
-
-
-def gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ---------------------------------------------------------------------- paper reference
@@ -33,16 +40,6 @@ def paper_labels(dm: HiddenRepresentation, phi: torch.Tensor) -> torch.Tensor:
     codes, labels = dm.codes
     table = {tuple(int(b) for b in c): float(v) for c, v in zip(codes.tolist(), labels.tolist(), strict=True)}
     return torch.tensor([table[tuple(int(b) for b in row)] for row in phi[:, dm.A].tolist()])
-
-
-def bernoulli_prob(bits: torch.Tensor, p: float) -> torch.Tensor:
-    """prod_j p^b_j (1 - p)^(1 - b_j) over the last axis (0^0 = 1)."""
-    p = torch.tensor(p, dtype=torch.float64)
-    return (p**bits * (1 - p) ** (1 - bits)).prod(-1)
-
-
-def all_hidden_vectors(D: int) -> torch.Tensor:
-    return ((torch.arange(2**D)[:, None] >> torch.arange(D)) & 1).to(torch.float64)
 
 
 def paper_law(dm: HiddenRepresentation, cfg: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -57,42 +54,17 @@ def paper_law(dm: HiddenRepresentation, cfg: dict) -> tuple[torch.Tensor, torch.
     labels = torch.zeros(2**D, dtype=torch.float64)
     support = p > 0
     labels[support] = paper_labels(dm, phi[support]).to(torch.float64)
-    r = cfg.get("negative_ratio")
-    if r is not None:  # E.2.2: r D(. | y = -1) + (1 - r) D(. | y = +1)
-        p_neg = p[labels < 0].sum()
-        p = torch.where(labels < 0, p * r / p_neg, p * (1 - r) / (1 - p_neg))
-    return phi, p, labels
-
-
-def encode(phi: torch.Tensor) -> torch.Tensor:
-    """Index of each binary row in all_hidden_vectors order."""
-    return (phi.round().long() << torch.arange(phi.shape[1])).sum(1)
+    return phi, condition_on_negative_ratio(p, labels, cfg.get("negative_ratio")), labels
 
 
 # ---------------------------------------------------------------------- configurations
-PROBS = [0.0, 0.1, 0.25, 0.5, 0.6, 2 / 3, 0.9, 1.0]
 
 
 @st.composite
 def configs(draw, max_D: int = 8) -> dict:
-    D = draw(st.integers(1, max_D))
-    k = draw(st.integers(1, D))
-    dictionary = draw(st.sampled_from(["orthonormal", "incoherent"]))
-    # d >= 2 keeps random unit columns from coinciding exactly (d = 1: M_j = +-1).
-    d = draw(st.integers(D, D + 3)) if dictionary == "orthonormal" else draw(st.integers(2, D + 2))
-    cfg = dict(
-        d=d,
-        D=D,
-        k=k,
-        dictionary=dictionary,
-        structure_seed=draw(st.integers(0, 3)),
-        sigma_zeta=draw(st.sampled_from([0.0, 0.3])),
-        p_o=draw(st.sampled_from(PROBS)),
-        codes_per_class=draw(st.integers(1, min(3, 2 ** (k - 1)))),
-        negative_ratio=draw(st.sampled_from([None, None, 0.2, 0.8])),
-    )
-    if draw(st.booleans()):
-        cfg["relevant"] = draw(st.permutations(list(range(D))))[:k]
+    cfg = dictionary_arguments(draw, max_D)
+    cfg["p_o"] = draw(st.sampled_from(PROBS))
+    cfg["codes_per_class"] = draw(st.integers(1, min(3, 2 ** (cfg["k"] - 1))))
     return cfg
 
 
@@ -115,18 +87,7 @@ def test_exact_moments_and_label_probability_match_the_paper(cfg):
     dm = build(cfg)
     assume(dm is not None)
     phi, p, labels = paper_law(dm, cfg)
-    assert p.sum().item() == pytest.approx(1.0, abs=1e-12)
-    m = dm.M
-    mean_phi = p @ phi
-    mean_x = m @ mean_phi
-    centred = (phi - mean_phi) @ m.T  # (2^D, d)
-    sigma2 = (p * (centred**2).sum(1)).sum() + dm.d * dm.sigma_zeta**2  # E||x~ - E x~||^2
-    torch.testing.assert_close(dm.hidden_mean, mean_phi, rtol=0, atol=1e-12)
-    torch.testing.assert_close(dm.mean_tilde, mean_x, rtol=0, atol=1e-12)
-    assert dm.sigma_tilde == pytest.approx(math.sqrt(sigma2), rel=1e-10)
-    assert dm.positive_probability == pytest.approx(p[labels > 0].sum().item(), abs=1e-12)
-    if cfg["negative_ratio"] is not None:
-        assert dm.positive_probability == pytest.approx(1 - cfg["negative_ratio"], abs=1e-12)
+    assert_exact_moments(dm, cfg, phi, p, labels)
     # gamma = E[y phi~_i] - E[y] E[phi~_i], averaged over A.
     a = dm.A
     gamma = ((p * labels) @ phi[:, a] - (p @ labels) * (p @ phi[:, a])).mean()

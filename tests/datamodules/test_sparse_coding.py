@@ -11,19 +11,25 @@ import math
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from featlearn.datamodules.sparse_coding import SparseCoding
 from featlearn.models import TwoLayerNet
 
-CPU = torch.device("cpu")
-Z = 5.0  # z-score bound of the statistical checks (two-sided tail ~ 6e-7 per check)
-FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+from .dictionary_oracle import (
+    CPU,
+    FAST,
+    PROBS,
+    Z,
+    all_hidden_vectors,
+    assert_exact_moments,
+    bernoulli_prob,
+    condition_on_negative_ratio,
+    dictionary_arguments,
+    encode,
+    gen,
+)
 
 
 # ---------------------------------------------------------------------- paper reference
@@ -46,16 +52,6 @@ def paper_labels(dm: SparseCoding, cfg: dict, phi: torch.Tensor) -> torch.Tensor
     positive = paper_positive_counts(cfg)
     counts = phi[:, a].sum(1).round().long().tolist()
     return torch.tensor([1.0 if s in positive else -1.0 for s in counts])
-
-
-def bernoulli_prob(bits: torch.Tensor, p: float) -> torch.Tensor:
-    """prod_j p^b_j (1 - p)^(1 - b_j) over the last axis (0^0 = 1)."""
-    p = torch.tensor(p, dtype=torch.float64)
-    return (p**bits * (1 - p) ** (1 - bits)).prod(-1)
-
-
-def all_hidden_vectors(D: int) -> torch.Tensor:
-    return ((torch.arange(2**D)[:, None] >> torch.arange(D)) & 1).to(torch.float64)
 
 
 def paper_law(dm: SparseCoding | None, cfg: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -83,39 +79,18 @@ def paper_law(dm: SparseCoding | None, cfg: dict) -> tuple[torch.Tensor, torch.T
         p = bernoulli_prob(phi_a, cfg.get("p_in", 2 / 3)) * bernoulli_prob(phi_out, cfg.get("p_out", 0.5))
     positive = paper_positive_counts(cfg)
     labels = torch.tensor([1.0 if int(s) in positive else -1.0 for s in count.tolist()], dtype=torch.float64)
-    r = cfg.get("negative_ratio")
-    if r is not None:  # E.2.2: r D(. | y = -1) + (1 - r) D(. | y = +1)
-        p_neg = p[labels < 0].sum()
-        p = torch.where(labels < 0, p * r / p_neg, p * (1 - r) / (1 - p_neg))
-    return phi, p, labels
-
-
-def encode(phi: torch.Tensor) -> torch.Tensor:
-    """Index of each binary row in all_hidden_vectors order."""
-    return (phi.round().long() << torch.arange(phi.shape[1])).sum(1)
+    return phi, condition_on_negative_ratio(p, labels, cfg.get("negative_ratio")), labels
 
 
 # ---------------------------------------------------------------------- configurations
-PROBS = [0.0, 0.1, 0.25, 0.5, 0.6, 2 / 3, 0.9, 1.0]
 
 
 @st.composite
 def configs(draw, max_D: int = 8) -> dict:
-    D = draw(st.integers(1, max_D))
-    k = draw(st.integers(1, D))
-    dictionary = draw(st.sampled_from(["orthonormal", "incoherent"]))
-    # d >= 2 keeps random unit columns from coinciding exactly (d = 1: M_j = +-1).
-    d = draw(st.integers(D, D + 3)) if dictionary == "orthonormal" else draw(st.integers(2, D + 2))
+    cfg = dictionary_arguments(draw, max_D)
+    k = cfg["k"]
     patterns = draw(st.sampled_from(["mixture", "bernoulli"]))
-    cfg = dict(
-        d=d,
-        D=D,
-        k=k,
-        dictionary=dictionary,
-        patterns=patterns,
-        structure_seed=draw(st.integers(0, 3)),
-        sigma_zeta=draw(st.sampled_from([0.0, 0.3])),
-    )
+    cfg["patterns"] = patterns
     if patterns == "mixture":
         cfg["p_o"] = draw(st.sampled_from([p for p in PROBS if p <= 2 / 3]))
     else:
@@ -128,9 +103,6 @@ def configs(draw, max_D: int = 8) -> dict:
         cfg["interval"] = (t1, draw(st.integers(t1, k)))
     elif labeling == "set":
         cfg["label_set"] = draw(st.lists(st.integers(0, k), max_size=k + 1, unique=True))
-    cfg["negative_ratio"] = draw(st.sampled_from([None, None, 0.2, 0.8]))
-    if draw(st.booleans()):
-        cfg["relevant"] = draw(st.permutations(list(range(D))))[:k]
     return cfg
 
 
@@ -151,18 +123,7 @@ def test_exact_moments_and_label_probability_match_the_paper(cfg):
     dm = build(cfg)
     assume(dm is not None)
     phi, p, labels = paper_law(dm, cfg)
-    assert p.sum().item() == pytest.approx(1.0, abs=1e-12)
-    m = dm.M
-    mean_phi = p @ phi
-    mean_x = m @ mean_phi
-    centred = (phi - mean_phi) @ m.T  # (2^D, d)
-    sigma2 = (p * (centred**2).sum(1)).sum() + dm.d * dm.sigma_zeta**2  # E||x~ - E x~||^2
-    torch.testing.assert_close(dm.hidden_mean, mean_phi, rtol=0, atol=1e-12)
-    torch.testing.assert_close(dm.mean_tilde, mean_x, rtol=0, atol=1e-12)
-    assert dm.sigma_tilde == pytest.approx(math.sqrt(sigma2), rel=1e-10)
-    assert dm.positive_probability == pytest.approx(p[labels > 0].sum().item(), abs=1e-12)
-    if cfg["negative_ratio"] is not None:
-        assert dm.positive_probability == pytest.approx(1 - cfg["negative_ratio"], abs=1e-12)
+    assert_exact_moments(dm, cfg, phi, p, labels)
 
 
 @FAST
