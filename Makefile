@@ -37,6 +37,8 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_throughput.py
 	$(BIN)/python benchmarks/bench_baselines.py
+	$(BIN)/python benchmarks/bench_idle_groups.py
+	$(BIN)/python benchmarks/bench_step.py
 
 tensorboard: setup
 	$(BIN)/tensorboard --logdir runs
