@@ -2,7 +2,7 @@
 
 From step 3 on, Shi et al.'s process (``configs/experiments/shi_parity.yaml``) trains only
 the second layer: the first layer's rate is 0. featlearn then computes no gradient for it
-(``ScheduledSGDModule._skip_idle_groups``). This script times that stage at E.1.1's size
+(``ScheduledSGDModule._idle_parameters``). This script times that stage at E.1.1's size
 (d = 500, 600 neurons, 5 seeds as one ensemble, batches of 1000 from 50000 training
 samples) with the skip and with every gradient computed (the code before the change,
 restored in the same process), back to back, and checks that both give the same weights.
@@ -32,15 +32,15 @@ DATA = dict(d=500, D=100, k=5, train_size=50000, test_size=0, val_size=0, batch_
 
 def run(skip: bool, steps: int, warmup: int = 3) -> tuple[float, torch.Tensor]:
     """(member-steps per second, final a) of the classifier stage, with or without the skip."""
-    original = TwoLayerNet._skip_idle_groups
+    original = TwoLayerNet._idle_parameters
     if not skip:
-        TwoLayerNet._skip_idle_groups = lambda self, step: True  # every group differentiated, as before
+        TwoLayerNet._idle_parameters = lambda self, step: []  # every group differentiated, as before
     try:
         model = TwoLayerNet(500, **shi(600, **STAGE))
         rate = timed_fit(model, SparseCoding(**DATA), steps, warmup, tensorboard=False)
     finally:
-        TwoLayerNet._skip_idle_groups = original
-    return rate * SEEDS, model.net.a.detach().clone()
+        TwoLayerNet._idle_parameters = original
+    return rate * SEEDS, model.output_weights().clone()
 
 
 def main() -> None:

@@ -309,7 +309,8 @@ class _StepStream:
         trainer = getattr(data, "trainer", None)
         step = trainer.global_step if trainer is not None else 0
         plan = StepPlan.from_trainer(trainer, data.updates_per_batch)  # gathered once per stream
-        while True:
+        # Lightning fetches one batch ahead: stop at max_steps rather than draw past a schedule's end.
+        while plan.max_steps is None or step < plan.max_steps:
             size = plan.chunk_length(step + 1)
             if size == 1:
                 yield data.train_batch(step + 1)

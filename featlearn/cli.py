@@ -131,7 +131,15 @@ def share_ensemble_size(config) -> None:
     """
     size = config.get("model.init_args.ensemble_size")
     data_args = config.get("data.init_args")
-    if size is None or data_args is None or "ensemble_size" not in data_args:
+    if size is None or data_args is None:
+        return
+    if "ensemble_size" not in data_args:
+        if size != 1:
+            raise ValueError(
+                f"model.init_args.ensemble_size = {size}, but {config.get('data.class_path')} takes no "
+                f"ensemble_size: use a data model built on SyntheticDataModule (one stream per member), or "
+                f"model.init_args.ensemble_size: 1."
+            )
         return
     given = data_args.get("ensemble_size")
     if given not in (1, size):
@@ -157,7 +165,9 @@ def fill_process_constants(config) -> None:
     noise = config.get("model.init_args.noise_std")
     null_segments = []
     if isinstance(noise, list):
-        null_segments = [i for i, seg in enumerate(noise) if isinstance(seg, dict) and seg.get("value") is None]
+        null_segments = [
+            i for i, seg in enumerate(noise) if isinstance(seg, dict) and "value" in seg and seg["value"] is None
+        ]
     if not (missing or null_segments):
         return
     constants = _build(config.get("data")).process_constants()

@@ -57,7 +57,7 @@ def resolve_config(name: str) -> Path:
 
 
 def resolve_config_args(args: list[str]) -> list[str]:
-    """``args`` with every ``--config NAME`` (or ``--config=NAME``) value resolved by :func:`resolve_config`.
+    """``args`` with every ``--config NAME`` (``--config=NAME``, ``-c NAME``) value resolved by :func:`resolve_config`.
 
     A value that is inline YAML (``--config '{trainer: {max_steps: 5}}'``, which LightningCLI
     also accepts) is passed through as it is.
@@ -71,11 +71,12 @@ def resolve_config_args(args: list[str]) -> list[str]:
         if expect_value:
             out.append(resolve(arg))
             expect_value = False
-        elif arg == "--config":
+        elif arg in ("--config", "-c"):
             out.append(arg)
             expect_value = True
-        elif arg.startswith("--config="):
-            out.append("--config=" + resolve(arg.split("=", 1)[1]))
+        elif arg.startswith(("--config=", "-c=")):
+            flag, value = arg.split("=", 1)
+            out.append(f"{flag}=" + resolve(value))
         else:
             out.append(arg)
     return out

@@ -38,7 +38,10 @@ def configs_command(argv: list[str]) -> None:
     if dest.exists():
         parser.error(f"{dest} exists: choose another DEST (featlearn never overwrites your files).")
     shutil.copyfile(source, dest)
-    print(f"wrote {dest} (run it with: featlearn fit --config {dest})")
+    if "shi" in source.parent.name and source.parent.parent.name == "experiments":  # an overlay
+        print(f"wrote {dest} (an overlay: featlearn fit --config EXPERIMENT --config {dest})")
+    else:
+        print(f"wrote {dest} (run it with: featlearn fit --config {dest})")
 
 
 def main(args: list[str] | None = None) -> None:
@@ -55,7 +58,16 @@ def main(args: list[str] | None = None) -> None:
     else:
         from featlearn.cli import build_cli
 
-        build_cli(args)  # None: LightningCLI reads sys.argv itself
+        if command in (None, "-h", "--help"):
+            print(
+                "featlearn {fit,validate,test,predict} (the LightningCLI below), featlearn compare --help, "
+                "featlearn configs [copy NAME [DEST]]\n"
+            )
+        try:
+            build_cli(args)  # None: LightningCLI reads sys.argv itself
+        except FileNotFoundError as err:  # an unknown --config name: say so, no traceback
+            print(f"featlearn: error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

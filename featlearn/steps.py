@@ -75,8 +75,11 @@ class StepPlan:
             ValueError: With K > 1, if Lightning validates during fit (its interval counts
                 batches, not steps) or a ``ModelCheckpoint`` does not state its steps.
         """
-        if trainer is None or updates_per_batch == 1:
-            return cls()
+        if trainer is None:
+            return cls(updates_per_batch)
+        max_steps = trainer.max_steps if trainer.max_steps is not None and trainer.max_steps > 0 else None
+        if updates_per_batch == 1:
+            return cls(1, max_steps)
         if trainer.limit_val_batches != 0:
             raise ValueError(
                 f"data.updates_per_batch = {updates_per_batch} puts several updates in one Lightning batch, "
@@ -93,8 +96,8 @@ class StepPlan:
             raise ValueError(
                 f"data.updates_per_batch = {updates_per_batch} needs every checkpoint callback to state its steps, "
                 f"but trainer.callbacks has {blind}. Use featlearn's StepCheckpoint (class_path: StepCheckpoint, "
-                f"same arguments as ModelCheckpoint), or data.updates_per_batch: 1."
+                f"same arguments as ModelCheckpoint), set trainer.enable_checkpointing: false if the checkpoint "
+                f"is Lightning's default one, or data.updates_per_batch: 1."
             )
         observers = tuple(cb.is_due for cb in trainer.callbacks if isinstance(cb, StepObserver))
-        max_steps = trainer.max_steps if trainer.max_steps is not None and trainer.max_steps > 0 else None
         return cls(updates_per_batch, max_steps, observers)

@@ -1,7 +1,7 @@
 """Checks of user-set values, shared by every data model, learner and observer.
 
 Each check raises a ``ValueError`` that names the parameter as a user writes it
-(``data.k``, ``model.width``) and says what it accepts, so a bad config fails before
+(``data.k``, ``model.network.width``) and says what it accepts, so a bad config fails before
 training with a message that points at the fix. ``bool`` is refused wherever a number
 is expected: YAML's ``true`` would otherwise pass as the integer 1.
 """

@@ -72,8 +72,6 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         # and at the end: no per-update kernels or host syncs, and still the exact step.
         self._pending_losses: list[Tensor] = []
         self._pending_from = 0
-        #: Groups whose rate is 0 at the current step: their parameters do not require gradients.
-        self._idle_groups: set[str] = set()
 
     # ------------------------------------------------------------------ subclass API
     def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
@@ -120,8 +118,25 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
         self._pending_losses.clear()  # left over only if an earlier fit was interrupted
+        self._check_data_members()
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
+
+    def on_validation_start(self) -> None:  # noqa: D102
+        self._check_data_members()
+
+    def on_test_start(self) -> None:  # noqa: D102
+        self._check_data_members()
+
+    def _check_data_members(self) -> None:
+        """Refuse a data model that draws for another ensemble size, before any evaluation or update."""
+        size = getattr(self.trainer.datamodule, "ensemble_size", None)
+        if size is not None and size != self.ensemble_size:
+            raise ValueError(
+                f"The data model draws {size} stream(s) (data.ensemble_size) but model.ensemble_size is "
+                f"{self.ensemble_size}: give both the same ensemble size (the command line copies "
+                f"model.init_args.ensemble_size into data.init_args.ensemble_size)."
+            )
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
         """Mean loss of each member: f, y (S, B) -> (S,)."""
@@ -140,46 +155,38 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         x, y = batch
         step = self.global_step + 1
         self._check_members(x)
-        trains = self._skip_idle_groups(step)
-        losses = self.member_losses(self.training_output(x, step), y)  # (S,)
-        objective = losses.sum()
-        for params, _, wd in self._groups.values():
-            lam = wd(step)
-            if lam:
-                objective = objective + lam * sum((p * p).sum() for p in params)
-        optimizer = self.optimizers()
-        optimizer.zero_grad(set_to_none=True)
-        if trains:
-            self.manual_backward(objective)
-        self._step_optimizer(optimizer, step)  # also with nothing to train: it counts the step
+        idle = self._idle_parameters(step)
+        try:
+            for p in idle:
+                p.requires_grad_(False)
+            losses = self.member_losses(self.training_output(x, step), y)  # (S,)
+            objective = losses.sum()
+            for params, _, wd in self._groups.values():
+                lam = wd(step)
+                if lam:
+                    objective = objective + lam * sum((p * p).sum() for p in params)
+            optimizer = self.optimizers()
+            optimizer.zero_grad(set_to_none=True)
+            if objective.requires_grad:  # False when every group is idle at this step
+                self.manual_backward(objective)
+            self._step_optimizer(optimizer, step)  # also with nothing to train: it counts the step
+        finally:
+            for p in idle:
+                p.requires_grad_(True)
         self._after_update(losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
 
-    def _skip_idle_groups(self, step: int) -> bool:
-        """Compute no gradient for groups whose rate is 0 at ``step``; return whether any group trains.
+    def _idle_parameters(self, step: int) -> list[nn.Parameter]:
+        """The parameters of the groups whose rate is 0 at ``step``: the update computes no gradient for them.
 
         A plain SGD step at rate 0 leaves its parameters unchanged whatever their
-        gradient (and decay) is, so a group idle at ``step`` stops requiring gradients:
-        autograd skips its backward (in Shi et al.'s process, the first layer's from step
-        3 on, half of each step's arithmetic) and the weights are exactly those of
-        computing it. The flags change only when a group's state changes, and are
-        restored at the end of training.
+        gradient (and decay) is, so they stop requiring gradients for this one update
+        and autograd skips their backward (in Shi et al.'s process, the first layer's from
+        step 3 on, half of each step's arithmetic): the weights are exactly those of
+        computing it. ``training_update`` turns them back on when the update ends, also
+        on an error.
         """
-        trains = False
-        for name, (params, lr, _) in self._groups.items():
-            idle = lr(step) == 0
-            if idle != (name in self._idle_groups):
-                for p in params:
-                    p.requires_grad_(not idle)
-                (self._idle_groups.add if idle else self._idle_groups.discard)(name)
-            trains = trains or not idle
-        return trains
-
-    def _restore_idle_groups(self) -> None:
-        for name in self._idle_groups:
-            for p in self._groups[name][0]:
-                p.requires_grad_(True)
-        self._idle_groups.clear()
+        return [p for params, lr, _ in self._groups.values() if lr(step) == 0 for p in params]
 
     def _check_members(self, x: Tensor) -> None:
         """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
@@ -212,13 +219,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             self._log_train(losses, step, batch_size=batch_size)
 
     def on_train_end(self) -> None:  # noqa: D102
-        self._restore_idle_groups()
         self._raise_if_diverged()
-
-    def teardown(self, stage: str) -> None:
-        """Give idle groups their gradients back also when training stopped on an error."""
-        self._restore_idle_groups()
-        super().teardown(stage)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Refuse to checkpoint weights a pending loss shows to have diverged."""

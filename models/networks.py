@@ -133,6 +133,14 @@ class Initialization:
             value = getattr(self, name)
             if value is not None:
                 check_number(f"model.init.{name}", value, 0.0)
+        # A field of the other scheme would be silently ignored: refuse it.
+        unused = ["sigma_w", "sigma_b", "sigma_a"] if self.scheme == "sphere" else ["scale"]
+        given = [name for name in unused if getattr(self, name) is not None]
+        if given:
+            raise ValueError(
+                f"model.init.{given[0]} is not used by scheme {self.scheme}: remove it, or choose the scheme that "
+                f"uses it (scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric)."
+            )
 
 
 def as_dataclass(value, cls):
@@ -174,6 +182,8 @@ class TwoLayerNetwork(nn.Module):
     ) -> None:
         super().__init__()
         TwoLayerArchitecture(width, activation, bias, output_scale)  # validates
+        check_int("model.input_dim", input_dim, 1)
+        check_int("model.ensemble_size", ensemble_size, 1)
         self.input_dim, self.width, self.ensemble_size = input_dim, width, ensemble_size
         self.activation = activation
         self.sigma = ACTIVATIONS[activation]

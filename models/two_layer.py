@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 from torch import Tensor, nn
 
@@ -93,6 +95,8 @@ class TwoLayerNet(ScheduledSGDModule):
         check_int("model.input_dim", input_dim, 1)
         network = as_dataclass(network, TwoLayerArchitecture)
         init = Initialization() if init is None else as_dataclass(init, Initialization)
+        # Plain mappings in the checkpoint: it must load with torch's weights-only unpickler.
+        self.hparams.update(network=asdict(network), init=asdict(init))
         for name, value in (
             ("train_first_layer", train_first_layer),
             ("train_second_layer", train_second_layer),

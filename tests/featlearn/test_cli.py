@@ -143,6 +143,30 @@ def test_null_constant_without_a_provider_is_refused(tmp_path):
         build_cli(["--config", GLASGOW, "--config", str(overlay)], run=False)
 
 
+def test_a_noise_segment_without_a_value_is_refused_not_derived():
+    with pytest.raises(ValueError, match=r"model.noise_std\[0\] has no `value`"):
+        build_cli(
+            ["--config", "shi_parity", "--model.init_args.noise_std", "[{start: 1, end: 2}, {start: 3, value: 0}]"],
+            run=False,
+        )
+
+
+def test_an_ensemble_needs_a_data_model_that_takes_the_ensemble_size(tmp_path, monkeypatch):
+    (tmp_path / "plain_data.py").write_text(
+        "import torch\nfrom featlearn.datamodules import SyntheticDataModule\n\n"
+        "class Plain(SyntheticDataModule):  # hides the base's arguments: no **kwargs\n"
+        "    def __init__(self, dim: int = 4):\n        super().__init__(batch_size=8)\n        self.dim = dim\n\n"
+        "    @property\n    def input_dim(self):\n        return self.dim\n\n"
+        "    def sample(self, n, generator, device):\n"
+        "        return torch.zeros(n, self.dim, device=device), torch.ones(n, device=device)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="plain_data.Plain takes no ensemble_size"):
+        build_cli(
+            ["--config", GLASGOW, "--data", "plain_data.Plain", "--model.init_args.ensemble_size", "2"], run=False
+        )
+
+
 def test_the_ensemble_size_is_stated_once_for_model_and_data(tmp_path):
     cli = run_cli(tmp_path, *TINY_GLASGOW, "--model.init_args.ensemble_size", "3")
     assert cli.datamodule.ensemble_size == cli.model.ensemble_size == 3

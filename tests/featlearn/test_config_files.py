@@ -25,3 +25,17 @@ def test_unknown_names_fail_listing_the_shipped_ones_and_inline_yaml_passes():
     assert resolved[2] == "{trainer: {max_steps: 5}}"
     assert resolved[3] == f"--config={config_root() / 'experiments' / 'shi_parity.yaml'}"
     assert resolved[4:] == ["--trainer.max_steps", "3"]
+
+
+def test_the_short_flag_resolves_too():
+    assert resolve_config_args(["-c", "glasgow_xor"])[1] == str(config_root() / "experiments" / "glasgow_xor.yaml")
+    assert resolve_config_args(["-c=debug/smoke"])[0] == f"-c={config_root() / 'debug' / 'smoke.yaml'}"
+
+
+def test_the_console_script_reports_an_unknown_config_without_a_traceback():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "featlearn", "fit", "--config", "nope"], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith("featlearn: error: --config 'nope'")
+    assert "Traceback" not in out.stderr

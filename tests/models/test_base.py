@@ -246,9 +246,20 @@ def test_several_updates_per_batch_refuse_a_checkpoint_that_hides_its_steps(fit,
     assert not list(tmp_path.glob("*.ckpt"))
 
 
-def test_batches_for_another_ensemble_size_are_refused(fit):
-    with pytest.raises(ValueError, match="same ensemble_size"):
-        fit(TwoLayerNet(10, **grouped(8, lr=0.3, ensemble_size=3)), BooleanXOR(dim=10, batch_size=16), 2)
+@pytest.mark.parametrize("callbacks", [[], "heldout"])
+def test_a_data_model_for_another_ensemble_size_is_refused_before_anything_runs(fit, callbacks):
+    from featlearn.callbacks import HeldOutAccuracy
+
+    callbacks = [HeldOutAccuracy()] if callbacks == "heldout" else []  # evaluates at step 0
+    model = TwoLayerNet(10, **grouped(8, lr=0.3, ensemble_size=3))
+    with pytest.raises(ValueError, match="give both the same ensemble size"):
+        fit(model, BooleanXOR(dim=10, batch_size=16, test_size=64), 2, callbacks=callbacks)
+
+
+def test_a_batch_size_schedule_may_end_at_max_steps(fit):
+    """Lightning fetches a batch ahead; the stream stops at max_steps instead of drawing past the schedule."""
+    data = BooleanXOR(dim=10, batch_size=[{"start": 1, "end": 4, "value": 16}])
+    assert fit(TwoLayerNet(10, **grouped(8, lr=0.3)), data, 4).global_step == 4
 
 
 def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypatch):
@@ -276,7 +287,7 @@ def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypat
 
     def run(skip):
         if not skip:
-            monkeypatch.setattr(TwoLayerNet, "_skip_idle_groups", lambda self, step: True)
+            monkeypatch.setattr(TwoLayerNet, "_idle_parameters", lambda self, step: [])
         model = TwoLayerNet(12, **grouped(8, **process))
         data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=50, val_size=0, batch_size=50, ensemble_size=2)
         fit(model, data, 6)
@@ -288,3 +299,19 @@ def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypat
         assert torch.equal(getattr(skipped.net, name), getattr(computed.net, name)), name
     assert skipped.net.w.grad is None and computed.net.w.grad is not None  # step 6: w idle, not differentiated
     assert all(p.requires_grad for p in skipped.parameters())  # restored after training
+
+
+def test_idle_groups_get_their_gradients_back_when_training_fails(fit):
+    from pytorch_lightning.callbacks import Callback
+
+    class FailAtStep3(Callback):
+        def on_train_batch_start(self, trainer, *args):
+            if trainer.global_step == 2:
+                raise RuntimeError("stop")
+
+    model = TwoLayerNet(
+        8, **grouped(6, lr_w=[{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "value": 0.0}], lr_a=0.3)
+    )
+    with pytest.raises(RuntimeError, match="stop"):
+        fit(model, BooleanXOR(dim=8, batch_size=16), 5, callbacks=[FailAtStep3()])
+    assert model.net.w.requires_grad and model.net.a.requires_grad

@@ -62,7 +62,11 @@ def test_members_are_initialised_from_consecutive_seeds():
         (lambda: Initialization("xavier"), "model.init.scheme"),
         (lambda: Initialization(scale=-1.0), "model.init.scale"),
         (lambda: Initialization("gaussian_symmetric", sigma_w=float("nan")), "model.init.sigma_w"),
-        (lambda: network(5, init=Initialization("gaussian_symmetric", 1.0, 1.0, 1.0, 1.0)), "even"),
+        (lambda: network(5, init=Initialization("gaussian_symmetric", None, 1.0, 1.0, 1.0)), "even"),
+        (lambda: Initialization("sphere", sigma_w=0.1), "model.init.sigma_w is not used by scheme sphere"),
+        (lambda: Initialization("gaussian_symmetric", scale=0.3), "model.init.scale is not used"),
+        (lambda: TwoLayerNetwork(0, 4), "model.input_dim"),
+        (lambda: TwoLayerNetwork(3, 4, ensemble_size=0), "model.ensemble_size"),
         (lambda: network(4, init=Initialization("gaussian_symmetric", sigma_w=1.0)), "model.init.sigma_b"),
     ],
 )

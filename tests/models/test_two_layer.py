@@ -186,3 +186,22 @@ def test_bias_rate_can_differ_from_the_first_layer_rate(fit):
     assert again.scheduled_values(2)["lr_b"] == 0.0 and again.scheduled_values(2)["lr_w"] == 0.3
     with pytest.raises(ValueError, match="model.lr_b"):
         TwoLayerNet(8, **grouped(6, lr=0.3, lr_b=-1.0, bias=True))
+
+
+def test_a_learner_built_from_the_dataclasses_resumes_and_loads_from_its_checkpoint(fit, tmp_path):
+    from featlearn.callbacks import StepCheckpoint
+    from featlearn.models.networks import Initialization, TwoLayerArchitecture
+
+    def make():
+        return TwoLayerNet(
+            8, network=TwoLayerArchitecture(6, bias=True), init=Initialization(scale=0.5), lr=0.3, seed=1
+        )
+
+    first = make()
+    ckpt = StepCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)
+    fit(first, BooleanXOR(dim=8, batch_size=16), 2, enable_checkpointing=True, callbacks=[ckpt])
+    path = tmp_path / "epoch=0-step=2.ckpt"
+    resumed = make()
+    fit(resumed, BooleanXOR(dim=8, batch_size=16), 4, ckpt_path=str(path))
+    loaded = TwoLayerNet.load_from_checkpoint(path)
+    assert loaded.hparams["network"]["width"] == 6 and torch.equal(loaded.net.w, first.net.w)
