@@ -11,7 +11,7 @@ from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.validation import check_int, check_number
+from featlearn.validation import check_int, check_number, is_int
 
 
 def cosines(w: Tensor, directions: Tensor) -> Tensor:
@@ -147,8 +147,10 @@ class FeatureAlignment(DiagnosticCallback):
         check_int("FeatureAlignment.top", top, 1)
         check_int("FeatureAlignment.dense_until", dense_until, 0)
         mds_steps = [0, 1, 2, -1] if mds_steps is None else list(mds_steps)
-        if any(not isinstance(s, int) or s < -1 for s in mds_steps):
-            raise ValueError(f"mds_steps must be steps >= 0 (or -1 for the last step), got {mds_steps}.")
+        if any(not is_int(s) or s < -1 for s in mds_steps):
+            raise ValueError(
+                f"FeatureAlignment.mds_steps must be steps >= 0 (or -1 for the last step), got {mds_steps}."
+            )
         self.dense_until = dense_until
         self.top = top
         self.cos_threshold = cos_threshold

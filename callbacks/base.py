@@ -7,7 +7,7 @@ import abc
 import pytorch_lightning as pl
 import torch
 
-from featlearn.validation import check_int
+from featlearn.validation import check_int, is_int
 
 
 def log_spaced_steps(max_step: int, points_per_decade: int) -> list[int]:
@@ -50,9 +50,10 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 20) -> None:
         super().__init__()
-        if not (cadence == "log" or (isinstance(cadence, int) and not isinstance(cadence, bool) and cadence > 0)):
-            raise ValueError(f"cadence must be 'log' or a positive integer number of steps, got {cadence!r}.")
-        check_int("points_per_decade", points_per_decade, 1)
+        name = type(self).__name__
+        if not (cadence == "log" or (is_int(cadence) and cadence > 0)):
+            raise ValueError(f"{name}.cadence must be 'log' or a positive integer number of steps, got {cadence!r}.")
+        check_int(f"{name}.points_per_decade", points_per_decade, 1)
         self.cadence = cadence
         self.points_per_decade = points_per_decade
         self.history: list[dict[str, float]] = []

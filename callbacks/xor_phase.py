@@ -8,7 +8,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.validation import check_number
+from featlearn.validation import check_number, is_number
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
@@ -132,8 +132,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             strict=True,
             hint=" (four clusters share the neurons)",
         )
-        if not all(0 <= q <= 1 for q in quantiles):
-            raise ValueError(f"quantiles must lie in [0, 1], got {list(quantiles)}.")
+        if not all(is_number(q) and 0 <= q <= 1 for q in quantiles):
+            raise ValueError(f"XORPhaseDiagnostics.quantiles must be numbers in [0, 1], got {list(quantiles)}.")
         self.signal_heavy_ratio = signal_heavy_ratio
         self.boundary_fraction = boundary_fraction
         self.quantiles = tuple(quantiles)

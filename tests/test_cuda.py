@@ -281,3 +281,20 @@ def test_gpu_divergence_names_the_first_bad_step(fit_on):
         return int(str(error.value).split("update step ")[1].split()[0])
 
     assert first_bad_step(50) == first_bad_step(1) >= 12
+
+
+def test_random_signs_on_the_gpu_are_fair_uncorrelated_and_reproducible():
+    """featlearn.sampling.rademacher on CUDA: 64 signs per int64 drawn over the full range."""
+    from featlearn.sampling import rademacher
+
+    def draw(seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        return rademacher((20000, 64), gen, torch.device("cuda"), torch.float64)
+
+    x = draw(1)
+    assert x.device.type == "cuda" and set(x.unique().tolist()) <= {-1.0, 1.0}
+    assert torch.equal(x, draw(1)) and not torch.equal(x, draw(2))
+    se = 1 / 20000**0.5
+    assert x.mean(0).abs().max() < 5 * se
+    off = (x.T @ x) / 20000 - torch.eye(64, dtype=torch.float64, device="cuda")
+    assert off.abs().max() < 5.5 * se  # the 64 signs of one random integer are independent

@@ -144,3 +144,8 @@ def test_a_learner_without_neurons_gets_no_alignment_and_compare_agrees(fit):
     cb = FeatureAlignment(cadence=2, mds_steps=[0, -1])
     fit(model, dm, 3, callbacks=[cb])
     assert model.first_layer_features() is None and cb.history == [] and cb.images == {}
+
+
+def test_mds_steps_refuse_non_steps():
+    with pytest.raises(ValueError, match="FeatureAlignment.mds_steps"):
+        FeatureAlignment(mds_steps=[0, True])

@@ -139,3 +139,16 @@ def test_a_learner_without_neurons_gets_margins_but_no_neuron_metrics(fit):
     assert "phase/gamma_min" in last and "phase/test_error" in last
     assert not any(k.startswith(("phase/w_sig", "phase/signal_heavy")) for k in last)
     assert phases.boundary_steps == [None]
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: XORPhaseDiagnostics(quantiles=("half",)), "XORPhaseDiagnostics.quantiles"),
+        (lambda: XORPhaseDiagnostics(points_per_decade=True), "XORPhaseDiagnostics.points_per_decade"),
+        (lambda: XORPhaseDiagnostics(cadence=0), "XORPhaseDiagnostics.cadence"),
+    ],
+)
+def test_bad_diagnostic_settings_name_the_callback(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
