@@ -45,6 +45,17 @@ NETWORK_KEYS = {"activation": "activation", "bias": "bias", "output_scale": "out
 INIT_KEYS = {"init": "scheme", "init_scale": "scale", "sigma_w": "sigma_w", "sigma_b": "sigma_b", "sigma_a": "sigma_a"}
 
 
+#: Shi et al.'s network and loss, as flat keywords for :func:`grouped` (each test adds its sigmas).
+SHI_PROCESS = dict(
+    activation="truncated_relu",
+    bias=True,
+    output_scale="standard",
+    init="gaussian_symmetric",
+    mean_field_gradient=False,
+    loss="hinge",
+)
+
+
 def grouped(width: int, **kwargs) -> dict:
     """A two-layer learner's keyword arguments from flat ones: ``network`` and ``init`` groups, the rest as is."""
     network = {"width": width, **{NETWORK_KEYS[k]: kwargs.pop(k) for k in list(kwargs) if k in NETWORK_KEYS}}

@@ -7,7 +7,7 @@ from featlearn.callbacks.alignment import centre_coverage, dictionary_snr, featu
 from featlearn.datamodules import BooleanXOR, GaussianMixture, SparseCoding
 from featlearn.models import TwoLayerNet
 
-from ..conftest import grouped  # noqa: TID252
+from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
 
 def brute_cos(u, v):
@@ -62,15 +62,10 @@ def shi_model(dm, **kwargs):
         **grouped(
             16,
             lr=0.05,
-            activation="truncated_relu",
-            bias=True,
-            output_scale="standard",
-            init="gaussian_symmetric",
+            **SHI_PROCESS,
             sigma_w=0.2,
             sigma_b=0.04,
             sigma_a=1.0,
-            loss="hinge",
-            mean_field_gradient=False,
             seed=0,
             **kwargs,
         ),

@@ -13,7 +13,7 @@ import torch
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 
-from ..conftest import grouped  # noqa: TID252
+from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
 
 @pytest.mark.parametrize("train_size, updates_per_batch", [(None, 1), (100, 1), (100, 4)])
@@ -267,15 +267,10 @@ def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypat
     from featlearn.datamodules import SparseCoding
 
     process = dict(
-        bias=True,
-        activation="truncated_relu",
-        output_scale="standard",
-        init="gaussian_symmetric",
+        SHI_PROCESS,
         sigma_w=0.3,
         sigma_b=0.1,
         sigma_a=1.0,
-        mean_field_gradient=False,
-        loss="hinge",
         lr_w=[{"start": 1, "end": 2, "value": 0.5}, {"start": 3, "value": 0.0}],
         lr_a=[{"start": 1, "end": 3, "value": 0.0}, {"start": 4, "value": 2.0}],  # a idle in steps 1-3
         weight_decay_w=[{"start": 1, "end": 1, "value": 0.2}, {"start": 2, "value": 0.0}],

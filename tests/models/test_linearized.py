@@ -5,19 +5,9 @@ from torch.func import functional_call, jvp
 from featlearn.datamodules import SparseCoding
 from featlearn.models import LinearizedTwoLayerNet, TwoLayerNet
 
-from ..conftest import grouped  # noqa: TID252
+from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
-SHI_NET = dict(
-    activation="truncated_relu",
-    bias=True,
-    output_scale="standard",
-    init="gaussian_symmetric",
-    sigma_w=0.3,
-    sigma_b=0.2,
-    sigma_a=2.0,
-    mean_field_gradient=False,
-    loss="hinge",
-)
+SHI_NET = dict(SHI_PROCESS, sigma_w=0.3, sigma_b=0.2, sigma_a=2.0)
 
 
 def tangent_prediction(model, theta, x, smoothing_std=0.0):
