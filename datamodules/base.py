@@ -9,6 +9,8 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from featlearn.batches import SetRows, TrainBatch
+from featlearn.sampling import distinct_indices
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
 from featlearn.steps import StepChunk, StepPlan
@@ -165,21 +167,31 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             return x.unsqueeze(0), y.unsqueeze(0)
         return torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
 
-    def train_batch(self, step: int) -> tuple[Tensor, Tensor]:
-        """The training batch of update step ``step`` (>= 1): x (S, B, d), y (S, B)."""
+    def train_batch(self, step: int) -> TrainBatch:
+        """The training batch of update step ``step`` (>= 1): x (S, B, d), y (S, B).
+
+        In finite-sample mode the batch also says which training-set rows it holds
+        (:attr:`TrainBatch.rows <featlearn.batches.TrainBatch>`).
+        """
         device = self.device
         size = self.batch_size(step)
         if self.train_size is None:
-            return self._draw_members(size, TRAIN_BATCH, step, device)
+            return TrainBatch(self._draw_members(size, TRAIN_BATCH, step, device))
         x_all, y_all = self.train_set()  # (S, n, d), (S, n)
         idx = self.train_batch_indices(step)  # (S, B)
         if idx is None:
-            return x_all, y_all
-        return torch.gather(x_all, 1, idx.unsqueeze(-1).expand(-1, -1, x_all.shape[-1])), torch.gather(y_all, 1, idx)
+            return TrainBatch((x_all, y_all), SetRows(x_all, None))
+        members, n = y_all.shape
+        flat = (idx + n * torch.arange(members, device=idx.device).unsqueeze(1)).view(-1)  # (S B,) rows of (S n, .)
+        # One index_select on the flattened set: a third of torch.gather's time on the CPU.
+        x = x_all.reshape(members * n, -1).index_select(0, flat).view(members, idx.shape[1], -1)
+        return TrainBatch((x, y_all.reshape(-1).index_select(0, flat).view_as(idx)), SetRows(x_all, idx))
 
     def train_batch_indices(self, step: int) -> Tensor | None:
         """Finite-sample mode: the training-set indices (S, B) of step ``step``'s batch.
 
+        Member s's batch is a uniformly random subset of B distinct indices, drawn from
+        its own stream (:func:`featlearn.sampling.distinct_indices`, O(B log B) per draw).
         ``None`` when the batch is the whole training set (``batch_size(step) >= n``).
 
         Raises:
@@ -192,9 +204,7 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             return None
         return torch.stack(
             [
-                torch.randperm(
-                    n, generator=self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device=device
-                )[:size]
+                distinct_indices(n, size, self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device)
                 for s in range(self.ensemble_size)
             ]
         )  # (S, B)
@@ -304,7 +314,7 @@ class _StepStream:
     def __init__(self, datamodule: SyntheticDataModule) -> None:
         self.datamodule = datamodule
 
-    def __iter__(self) -> Iterator[tuple[Tensor, Tensor] | StepChunk]:
+    def __iter__(self) -> Iterator[TrainBatch | StepChunk]:
         data = self.datamodule
         trainer = getattr(data, "trainer", None)
         step = trainer.global_step if trainer is not None else 0

@@ -102,6 +102,30 @@ class Schedule:
         """Whether the schedule is 0 at every step."""
         return all(seg.value == 0 and seg.end_value in (None, 0) for seg in self.segments)
 
+    def zero_through(self, step: int) -> int | float:
+        """The last step of the run of zeros that starts at ``step``.
+
+        Returns ``step - 1`` when the value at ``step`` is not 0, ``math.inf`` when it
+        stays 0 to the end of the schedule's last, open segment. A decaying segment is
+        monotone, so it is 0 at most at one of its ends.
+        """
+        if self(step) != 0:
+            return step - 1
+        last = step
+        for seg in self.segments:
+            if seg.end is not None and seg.end < last:
+                continue  # before the run
+            if seg.value == 0 and seg.end_value in (None, 0):  # 0 throughout
+                if seg.end is None:
+                    return math.inf
+                last = seg.end
+            elif seg.start <= last:  # holds `last`, where it is 0: the run goes on only from its end
+                if seg.end != last:
+                    return last
+            else:  # starts right after the run
+                return seg.start if seg.value == 0 else last
+        return last
+
     @property
     def last_step(self) -> int | None:
         """The last step the schedule covers, or None if its last segment is open-ended."""

@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
+from featlearn.batches import SetRows
 from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule
 from featlearn.steps import StepChunk
@@ -79,8 +80,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self._groups = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items() if list(params)}
 
     @abc.abstractmethod
-    def training_output(self, x: Tensor, step: int) -> Tensor:
-        """The outputs f (S, B) used in the training loss at ``step`` (may add noise)."""
+    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
+        """The outputs f (S, B) used in the training loss at ``step`` (may add noise).
+
+        ``rows`` says which rows of a fixed training set x holds, when it does (the
+        batch's :attr:`~featlearn.batches.TrainBatch.rows`); a learner may use it.
+        """
 
     @abc.abstractmethod
     def scores(self, x: Tensor) -> Tensor:
@@ -159,7 +164,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         try:
             for p in idle:
                 p.requires_grad_(False)
-            losses = self.member_losses(self.training_output(x, step), y)  # (S,)
+            rows = getattr(batch, "rows", None)
+            losses = self.member_losses(self.training_output(x, step, rows), y)  # (S,)
             objective = losses.sum()
             for params, _, wd in self._groups.values():
                 lam = wd(step)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from featlearn.batches import TrainBatch
 from featlearn.models.networks import LinearizedTwoLayerNetwork, TwoLayerNetwork
 from featlearn.models.two_layer import TwoLayerNet
 from featlearn.validation import check_choice, check_int
@@ -127,14 +128,24 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             out.append(f)
         return torch.cat(out, dim=1)
 
-    def training_update(self, batch: tuple[Tensor, Tensor]) -> Tensor:
-        """Linear form: the base SGD step on theta. Kernel form: the same step on the dual coefficients."""
+    def training_update(self, batch: TrainBatch) -> Tensor:
+        """Linear form: the base SGD step on theta. Kernel form: the same step on the dual coefficients.
+
+        The kernel form reads which training rows the batch holds from ``batch.rows``.
+        """
         if self.form == "linear":
             return super().training_update(batch)
         x, y = batch
         step = self.global_step + 1
         self._check_members(x)
-        idx = self.trainer.datamodule.train_batch_indices(step)  # (S, B) or None: the whole set
+        rows = getattr(batch, "rows", None)
+        if rows is None or rows.inputs.shape != self.x_train.shape:
+            raise ValueError(
+                "model.form: kernel trains on rows of the finite training set its Gram matrices were built "
+                "from, but this batch does not say which rows it holds: use a featlearn data model with "
+                "data.train_size set (its batches carry their rows)."
+            )
+        idx = rows.index  # (S, B), or None: the whole set
         f_all = self._kernel_train_scores().detach()  # (S, n)
         f = f_all if idx is None else torch.gather(f_all, 1, idx)  # (S, B)
         f.requires_grad_(True)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 
 import torch
 from torch import Tensor, nn
 
+from featlearn.batches import SetRows
 from featlearn.models.base import ScheduledSGDModule
 from featlearn.models.networks import Initialization, TwoLayerArchitecture, TwoLayerNetwork, as_dataclass
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import NOISE, GeneratorPool
-from featlearn.validation import check_bool, check_choice, check_int
+from featlearn.validation import check_bool, check_choice, check_int, check_number
 
 
 class TwoLayerNet(ScheduledSGDModule):
@@ -66,6 +68,10 @@ class TwoLayerNet(ScheduledSGDModule):
         seed: Initialisation and noise seed; default: the global seed
             (``seed_everything``).
         max_members_logged: Per-member curves are logged when S is at most this.
+        preactivation_cache_mb: The most memory (MiB) the frozen first layer's
+            pre-activations of a finite training set may take (see
+            :meth:`frozen_preactivations`); 0 turns the cache off. A speed setting
+            that changes results only by round-off.
     """
 
     def __init__(
@@ -89,6 +95,7 @@ class TwoLayerNet(ScheduledSGDModule):
         ensemble_size: int = 1,
         seed: int | None = None,
         max_members_logged: int = 8,
+        preactivation_cache_mb: float = 2048.0,
     ) -> None:
         super().__init__(loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged)
         self.save_hyperparameters()
@@ -140,6 +147,8 @@ class TwoLayerNet(ScheduledSGDModule):
         self._set_groups(groups)
         self.noise_std = as_schedule(noise_std, "model.noise_std")
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
+        self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
+        self._z_cache: _PreactivationCache | None = None
 
     def wrap_network(self, base: TwoLayerNetwork) -> nn.Module:
         """The network this learner trains, built around the initialised two-layer ``base`` (itself here)."""
@@ -166,10 +175,72 @@ class TwoLayerNet(ScheduledSGDModule):
     def schedules(self) -> list:  # noqa: D102
         return super().schedules() + [self.noise_std]
 
-    def training_output(self, x: Tensor, step: int) -> Tensor:
-        """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2)."""
+    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
+        """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2).
+
+        While the first layer is frozen and the batch is rows of a fixed training set,
+        the pre-activations come from :meth:`frozen_preactivations` instead of a
+        product with x.
+        """
         noise, smoothing_std = self.step_noise(x, step)
-        return self.net(x, noise, smoothing_std)
+        z = self.frozen_preactivations(rows, step)  # (S, B, p) or None
+        if z is None:
+            return self.net(x, noise, smoothing_std)
+        return self.two_layer.readout(z, noise, smoothing_std)
+
+    def frozen_preactivations(self, rows: SetRows | None, step: int) -> Tensor | None:
+        r"""The pre-activations z = W x + b (S, B, p) of the batch's rows, looked up in a cache; or None.
+
+        While W and b do not change, z of a training sample does not either. So from
+        the first step at which the first layer is frozen (both its rates 0, or
+        ``train_first_layer: false``) and the batch is rows of a fixed set, Z = W X + b
+        is computed once for the whole set X (S, n, d) and each step looks its rows
+        up: the step's matrix product with x, two thirds of the classifier stage's
+        arithmetic in Shi et al.'s process, is gone. Z is bit-for-bit what a product on
+        the batch gives up to the summation order of the matrix product (round-off).
+
+        The cache is rebuilt whenever W, b or the set differ from those it was built
+        from (compared exactly at every step) and dropped when the first layer trains
+        again. It is built only when it pays: when the frozen stretch ahead (from the
+        rate schedules and ``trainer.max_steps``) draws at least n rows in total, and
+        when Z fits in ``preactivation_cache_mb``.
+
+        Returns:
+            None where the product with x must be computed: no ``rows``, a first layer
+            that trains at this step, a linearised network, or a cache that does not pay.
+        """
+        net = self.two_layer
+        frozen = not (net.w.requires_grad or (net.b is not None and net.b.requires_grad))
+        if rows is None or self.net is not net or not frozen:
+            self._z_cache = None
+            return None
+        cache = self._z_cache
+        if cache is None or not cache.matches(rows.inputs, net):
+            self._z_cache = cache = None
+            if not self._cache_pays(rows, step):
+                return None
+            cache = self._z_cache = _PreactivationCache(rows.inputs, net)
+        return cache.lookup(rows.index)
+
+    def on_train_end(self) -> None:  # noqa: D102
+        self._z_cache = None  # frees the set's pre-activations
+        super().on_train_end()
+
+    def _cache_pays(self, rows: SetRows, step: int) -> bool:
+        """Whether Z of the set fits the memory budget and the frozen stretch ahead draws >= n rows."""
+        members, n, _ = rows.inputs.shape
+        if members * n * self.width * rows.inputs.element_size() > self.preactivation_cache_mb * 2**20:
+            return False
+        first_layer_rates = [lr for name, (_, lr, _) in self._groups.items() if name in ("w", "b")]
+        frozen_through = min((lr.zero_through(step) for lr in first_layer_rates), default=math.inf)
+        try:
+            max_steps = self.trainer.max_steps
+        except RuntimeError:  # no trainer attached: the stretch is the schedules'
+            max_steps = None
+        if max_steps is not None and max_steps >= 0:
+            frozen_through = min(frozen_through, max_steps)
+        batch = n if rows.index is None else rows.index.shape[1]
+        return (frozen_through - step + 1) * batch >= n
 
     def step_noise(self, x: Tensor, step: int) -> tuple[Tensor | None, float]:
         """The pre-activation noise of ``step`` for inputs x (S, B, d).
@@ -212,3 +283,26 @@ class TwoLayerNet(ScheduledSGDModule):
     def forward(self, x: Tensor) -> Tensor:
         """F (S, B) for x (S, B, d) or (B, d)."""
         return self.scores(x)
+
+
+class _PreactivationCache:
+    """Z = W X + b (S, n, p) of a fixed set X (S, n, d), with the W and b it was computed from."""
+
+    def __init__(self, inputs: Tensor, net: TwoLayerNetwork) -> None:
+        self.inputs = inputs
+        with torch.no_grad():
+            self.w = net.w.detach().clone()
+            self.b = None if net.b is None else net.b.detach().clone()
+            self.z = net.preactivation(inputs)  # (S, n, p)
+
+    def matches(self, inputs: Tensor, net: TwoLayerNetwork) -> bool:
+        """Same set object, and W and b exactly as they were."""
+        return inputs is self.inputs and torch.equal(net.w, self.w) and (net.b is None or torch.equal(net.b, self.b))
+
+    def lookup(self, index: Tensor | None) -> Tensor:
+        """Rows ``index`` (S, B) of Z: (S, B, p); all of Z for None."""
+        if index is None:
+            return self.z
+        members, n, width = self.z.shape
+        flat = (index + n * torch.arange(members, device=index.device).unsqueeze(1)).view(-1)  # (S B,)
+        return self.z.view(members * n, width).index_select(0, flat).view(members, -1, width)

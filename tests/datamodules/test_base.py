@@ -90,3 +90,18 @@ def test_resuming_with_another_data_seed_or_distribution_is_refused():
     with pytest.raises(ValueError, match="data.rotation_seed: 5"):
         dm.load_state_dict({**state, "rotation_seed": 5})
     dm.load_state_dict(state)
+
+
+def test_finite_batches_say_which_training_rows_they_hold():
+    dm = Shifted(
+        batch_size=[{"start": 1, "end": 1, "value": 50}, {"start": 2, "value": 4}], train_size=10, ensemble_size=3
+    )
+    x_all, y_all = dm.train_set()  # (3, 10, 3), (3, 10)
+    x, y = batch = dm.train_batch(2)
+    rows = batch.rows
+    assert rows.inputs is x_all and rows.index.shape == (3, 4)
+    for s in range(3):
+        assert torch.equal(x[s], x_all[s, rows.index[s]]) and torch.equal(y[s], y_all[s, rows.index[s]])
+    full = dm.train_batch(1)  # batch >= n: the whole set, in order
+    assert full.rows.inputs is x_all and full.rows.index is None and full[0] is x_all
+    assert Shifted(batch_size=4).train_batch(1).rows is None  # online batches are fresh draws

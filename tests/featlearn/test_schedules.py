@@ -82,3 +82,45 @@ def test_coverage_check():
     with pytest.raises(ValueError, match="omit `end`"):
         s.check_covers(-1)
     Schedule(0.1, "model.lr").check_covers(-1)
+
+
+@pytest.mark.parametrize(
+    "spec, step, expected",
+    [
+        (0.0, 5, math.inf),
+        (0.1, 5, 4),
+        ([{"start": 1, "end": 2, "value": 1.0}, {"start": 3, "value": 0.0}], 3, math.inf),
+        ([{"start": 1, "end": 2, "value": 1.0}, {"start": 3, "value": 0.0}], 2, 1),
+        (
+            [{"start": 1, "end": 4, "value": 0.0}, {"start": 5, "end": 9, "value": 0.0}, {"start": 10, "value": 1.0}],
+            2,
+            9,
+        ),
+        (
+            [
+                {"start": 1, "end": 4, "value": 0.0},
+                {"start": 5, "value": 1.0, "end_value": 0.0, "end": 8, "decay": "linear"},
+                {"start": 9, "value": 0.0},
+            ],
+            1,
+            4,
+        ),
+        (
+            [{"start": 1, "end": 4, "value": 1.0, "end_value": 0.0, "decay": "linear"}, {"start": 5, "value": 0.0}],
+            4,
+            math.inf,
+        ),  # 0 at the end of a decaying segment, then 0 throughout
+        ([{"start": 1, "end": 6, "value": 0.0}], 3, 6),
+        (
+            [
+                {"start": 1, "end": 2, "value": 0.0},
+                {"start": 3, "end": 5, "value": 0.0, "end_value": 1.0, "decay": "linear"},
+                {"start": 6, "value": 1.0},
+            ],
+            1,
+            3,
+        ),  # a segment rising from 0
+    ],
+)
+def test_zero_through_finds_the_end_of_the_run_of_zeros(spec, step, expected):
+    assert Schedule(spec, "model.lr").zero_through(step) == expected

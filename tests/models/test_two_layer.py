@@ -3,6 +3,7 @@ import torch
 
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
+from featlearn.models.networks import TwoLayerNetwork
 
 from ..conftest import grouped  # noqa: TID252
 
@@ -205,3 +206,75 @@ def test_a_learner_built_from_the_dataclasses_resumes_and_loads_from_its_checkpo
     fit(resumed, BooleanXOR(dim=8, batch_size=16), 4, ckpt_path=str(path))
     loaded = TwoLayerNet.load_from_checkpoint(path)
     assert loaded.hparams["network"]["width"] == 6 and torch.equal(loaded.net.w, first.net.w)
+
+
+# ---------------------------------------------------------------- the frozen first layer's pre-activations
+FEATURE_STEPS = [{"start": 1, "end": 2, "value": 0.3}, {"start": 3, "value": 0.0}]  # then only a trains
+
+
+def _shi_like(cache_mb, ensemble_size=2, **kwargs):
+    """Two feature steps then the classifier stage, on a finite training set of 64 samples."""
+    options = dict(lr_w=FEATURE_STEPS, lr_a=0.2, bias=True, noise_std=0.05, ensemble_size=ensemble_size, seed=3)
+    options.update(kwargs)
+    model = TwoLayerNet(8, **grouped(10, preactivation_cache_mb=cache_mb, **options))
+    data = BooleanXOR(dim=8, batch_size=16, train_size=64, ensemble_size=ensemble_size)
+    return model, data
+
+
+def _count_products(monkeypatch):
+    """Rows of every x W^T product the two-layer networks compute."""
+    rows, product = [], TwoLayerNetwork.preactivation
+    monkeypatch.setattr(TwoLayerNetwork, "preactivation", lambda net, x: rows.append(x.shape[1]) or product(net, x))
+    return rows
+
+
+def test_frozen_first_layer_uses_the_sets_preactivations_and_trains_the_same_weights(fit, monkeypatch):
+    rows = _count_products(monkeypatch)
+    cached, data = _shi_like(cache_mb=64)
+    fit(cached, data, 12)
+    assert rows == [16, 16, 64]  # steps 1-2 on their batches, then Z of the 64 samples once for steps 3-12
+    rows.clear()
+    plain, data = _shi_like(cache_mb=0)
+    fit(plain, data, 12)
+    assert rows == [16] * 12
+    for p_cached, p_plain in zip(cached.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(p_cached, p_plain, rtol=1e-5, atol=1e-6)  # the same up to round-off
+    assert not torch.equal(cached.net.a, _shi_like(cache_mb=64)[0].net.a)  # a did train
+
+
+def test_random_features_use_the_cache_from_the_first_step(fit, monkeypatch):
+    rows = _count_products(monkeypatch)
+    model, data = _shi_like(cache_mb=64, lr_w=None, lr=0.2, train_first_layer=False, noise_std=0.0)
+    fit(model, data, 6)
+    assert rows == [64]
+
+
+def test_the_cache_follows_changes_of_the_first_layer_and_the_set():
+    model, data = _shi_like(cache_mb=64, ensemble_size=1, train_first_layer=False, lr_w=None, lr=0.1, noise_std=0.0)
+    batch = data.train_batch(3)
+    x, _ = batch
+    with torch.no_grad():
+        assert torch.allclose(model.training_output(x, 3, batch.rows), model.net(x), atol=1e-6)
+        model.net.w.add_(0.5)  # e.g. a callback or a loaded checkpoint changed W
+        assert torch.allclose(model.training_output(x, 3, batch.rows), model.net(x), atol=1e-6)
+        other = BooleanXOR(dim=8, batch_size=16, train_size=64, seed=9).train_batch(3)
+        assert torch.allclose(model.training_output(other[0], 3, other.rows), model.net(other[0]), atol=1e-6)
+
+
+def test_the_cache_is_skipped_where_it_does_not_pay(monkeypatch):
+    # Frozen for 2 steps of 16 rows: 32 < 64 rows, cheaper to multiply.
+    short = [{"start": 1, "end": 2, "value": 0.0}, {"start": 3, "value": 0.3}]
+    model, data = _shi_like(cache_mb=64, lr_w=short)
+    batch = data.train_batch(1)
+    model.net.w.requires_grad_(False), model.net.b.requires_grad_(False)  # as during an update at rate 0
+    assert model.frozen_preactivations(batch.rows, 1) is None
+    model, _ = _shi_like(cache_mb=1e-4)  # Z would take 2 x 64 x 10 x 4 bytes, over the budget
+    model.net.w.requires_grad_(False), model.net.b.requires_grad_(False)
+    assert model.frozen_preactivations(batch.rows, 3) is None
+    assert _shi_like(cache_mb=64)[0].frozen_preactivations(batch.rows, 3) is None  # W trains: no cache
+    assert _shi_like(cache_mb=64)[0].frozen_preactivations(None, 3) is None  # online batches
+
+
+def test_preactivation_cache_budget_is_checked():
+    with pytest.raises(ValueError, match="model.preactivation_cache_mb"):
+        _shi_like(cache_mb=-1)
