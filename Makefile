@@ -8,13 +8,13 @@ BIN := $(VENV)/bin
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 EXPERIMENT ?= configs/experiments/glasgow_xor.yaml
 
-.PHONY: setup run test test-fast test-slow lint bench tensorboard clean
+.PHONY: setup run test test-fast test-slow lint bench tensorboard clean data
 
 $(BIN)/featlearn: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_PINS)
-	$(BIN)/python -m pip install -q -e '.[test,figures]'
+	$(BIN)/python -m pip install -q -e '.[test,figures,data]'
 	touch $(BIN)/featlearn
 
 setup: $(BIN)/featlearn
@@ -39,6 +39,16 @@ bench: setup
 	$(BIN)/python benchmarks/bench_baselines.py
 	$(BIN)/python benchmarks/bench_idle_groups.py
 	$(BIN)/python benchmarks/bench_step.py
+
+# Full Fashion-MNIST (70000 images) from Debian's dataset-fashion-mnist, installed under
+# /usr/share/datasets/fashion-mnist (the default data.root of source: fashion_mnist).
+# Without apt: place the four *-ubyte.gz files anywhere and set data.init_args.root.
+data:
+	@if command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist; \
+	else \
+		echo "apt-get is not available: download Fashion-MNIST's four *-ubyte.gz files and pass their folder as --data.init_args.root"; exit 1; \
+	fi
 
 tensorboard: setup
 	$(BIN)/tensorboard --logdir runs

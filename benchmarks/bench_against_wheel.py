@@ -9,7 +9,11 @@ diagnostics and no checkpoints, then the test set. Each process reports the seco
 ``featlearn fit`` (data drawing included), its test error and a checksum of the final
 second-layer weights, so the table shows that both trained the same networks.
 
-Usage: ``python benchmarks/bench_against_wheel.py [--baseline REV] [--repeats R] [--steps N]``.
+``--compare`` times the whole comparison instead: ``featlearn compare`` of E.1.1 with
+every method of Table 1 (``compare/shi.yaml``) and 5 seeds, once on each side (it takes
+minutes), and prints both tables.
+
+Usage: ``python benchmarks/bench_against_wheel.py [--baseline REV] [--repeats R] [--steps N] [--compare]``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +63,42 @@ def build_baseline(rev: str, folder: Path) -> tuple[Path, list[str]]:
     return site, [a for c in configs for a in ("--config", str(c))]
 
 
+def time_compare(site: Path | None, config: list[str], out: Path, cwd: Path) -> float:
+    """Seconds of ``python -m featlearn compare`` (5 seeds, every method) in a fresh process."""
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    command = [sys.executable, "-m", "featlearn", "compare", *config, "--seeds", "5", "--out", str(out)]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return seconds
+
+
+def compare_both(rev: str) -> None:
+    """The whole E.1.1 comparison on each side, once, with both tables."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        site, _ = build_baseline(rev, folder)
+        source = folder / "source"
+        # The baseline's compare reads its own config and methods file from its source tree, by
+        # absolute path: run from the source folder, `python -m featlearn` would import its core
+        # beside this checkout's editable data models and learners.
+        configs = source / "configs"
+        theirs_config = [
+            *("--config", str(configs / "experiments" / "shi_parity.yaml")),
+            *("--methods", str(configs / "compare" / "shi.yaml")),
+        ]
+        ours = time_compare(None, ["--config", "shi_parity"], folder / "ours", folder)
+        print(f"this checkout: {ours:.0f} s", flush=True)
+        theirs = time_compare(site, theirs_config, folder / "theirs", folder)
+        print(f"featlearn compare, E.1.1, 5 seeds, every method: this checkout {ours:.0f} s, {rev} {theirs:.0f} s")
+        for name, out in (("this checkout", folder / "ours"), (rev, folder / "theirs")):
+            print(f"\n{name}:\n" + (out / "table.md").read_text())
+
+
 def run(args: list[str], site: Path | None, cwd: Path) -> dict:
     env = dict(os.environ)
     if site is not None:
@@ -74,7 +115,11 @@ def main() -> None:
     parser.add_argument("--baseline", default="911a390", help="git revision to compare against")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=600, help="trainer.max_steps (E.1.1: 600)")
+    parser.add_argument("--compare", action="store_true", help="time the whole `featlearn compare` of E.1.1")
     args = parser.parse_args()
+    if args.compare:
+        compare_both(args.baseline)
+        return
     steps = ["--trainer.max_steps", str(args.steps)]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -24,7 +24,8 @@ class HeldOutAccuracy(DiagnosticCallback):
         cadence: ``"log"`` or every N steps (the last step is always included).
         points_per_decade: Density of the log-spaced cadence.
         dense_until: Also evaluate every step up to this one.
-        split: ``"test"`` or ``"val"``.
+        split: ``"test"``, ``"val"``, or ``"train"``: the finite training set (tags
+            ``trainset/train_acc``, ...), the training accuracy of Shi et al.'s tables.
     """
 
     def __init__(
@@ -32,7 +33,7 @@ class HeldOutAccuracy(DiagnosticCallback):
     ) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
         check_int("HeldOutAccuracy.dense_until", dense_until, 0)
-        check_choice("HeldOutAccuracy.split", split, ("test", "val"))
+        check_choice("HeldOutAccuracy.split", split, ("test", "val", "train"))
         self.dense_until = dense_until
         self.split = split
         #: Per-member accuracies (%) by step: step -> (S,) on the CPU.
@@ -40,19 +41,23 @@ class HeldOutAccuracy(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        size = getattr(trainer.datamodule, f"{self.split}_size", 0)
+        data = trainer.datamodule
+        size = getattr(data, f"{self.split}_size", None)
+        if size is None:  # e.g. a real dataset's test_size: null (all of its test rows)
+            size = data.train_set()[1].shape[-1] if self.split == "train" else data.eval_set(self.split)[1].shape[-1]
         if not size:
-            raise ValueError(f"HeldOutAccuracy needs data.{self.split}_size > 0, got {size!r}.")
+            raise ValueError(f"HeldOutAccuracy(split={self.split!r}) needs data.{self.split}_size > 0, got an empty set.")
 
     def is_due(self, step: int) -> bool:  # noqa: D102
         return step <= self.dense_until or super().is_due(step)
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
         data = trainer.datamodule
-        loss, error = pl_module.evaluate_dataset(*data.eval_set(self.split), chunk=data.eval_batch_size)
+        x, y = data.train_set() if self.split == "train" else data.eval_set(self.split)
+        loss, error = pl_module.evaluate_dataset(x, y, chunk=data.eval_batch_size)
         accuracy = 100.0 * (1.0 - error)  # (S,)
         self.member_accuracy[step] = accuracy.detach().cpu()
-        tag = f"heldout/{self.split}"
+        tag = "trainset/train" if self.split == "train" else f"heldout/{self.split}"
         return {
             f"{tag}_acc": accuracy.mean(),
             f"{tag}_acc_min": accuracy.min(),

@@ -8,18 +8,21 @@ from featlearn._guard import require_featlearn_namespace
 
 require_featlearn_namespace(__name__, "datamodules")
 
-from featlearn.datamodules.base import SyntheticDataModule  # noqa: E402
+from featlearn.datamodules.base import DataModel, SyntheticDataModule  # noqa: E402
 from featlearn.datamodules.dictionary import DictionaryDataModule  # noqa: E402
 from featlearn.datamodules.gaussian_mixture import GaussianMixture  # noqa: E402
 from featlearn.datamodules.hidden_representation import HiddenRepresentation  # noqa: E402
+from featlearn.datamodules.images import ImageDataModule  # noqa: E402
 from featlearn.datamodules.sparse_coding import SparseCoding  # noqa: E402
 from featlearn.datamodules.xor import BooleanXOR  # noqa: E402
 
 __all__ = [
     "BooleanXOR",
+    "DataModel",
     "DictionaryDataModule",
     "GaussianMixture",
     "HiddenRepresentation",
+    "ImageDataModule",
     "SparseCoding",
     "SyntheticDataModule",
 ]

@@ -17,45 +17,33 @@ from featlearn.steps import StepChunk, StepPlan
 from featlearn.validation import check_int
 
 
-class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
-    """A data model given by a distribution ``P`` over labelled inputs ``(x, y)``.
+class DataModel(pl.LightningDataModule, abc.ABC):
+    """The base of featlearn's data models: per-step training batches for an ensemble.
 
-    A subclass states the distribution: it implements :meth:`sample`, which draws
-    ``n`` i.i.d. pairs ``x in R^d``, ``y in {-1, +1}``, and the property
-    :attr:`input_dim` (= d); it may override :meth:`ground_truth` to expose the
-    feature directions that diagnostics compare the network against. The base does
-    the rest:
+    Two kinds build on it: :class:`SyntheticDataModule` (a distribution to draw from,
+    online or as a finite sample) and :class:`~featlearn.datamodules.ImageDataModule`
+    (a finite set of real images read from files). This base holds what they share:
 
-    * **Online mode** (``train_size=None``, the setting of Glasgow 2023): update step
-      ``t`` trains on a fresh batch of ``batch_size(t)`` i.i.d. samples.
-    * **Finite-sample mode** (``train_size=n``): a training set of ``n`` samples is
-      drawn once; step ``t`` uses a uniformly random subset of ``batch_size(t)``
-      distinct training samples, or the whole set when ``batch_size(t) >= n`` (the
-      "approximate full gradient" of Shi et al. 2022).
-    * Validation and test sets drawn once, from their own streams.
-    * Batches are drawn directly on the training device: no DataLoader workers and
-      no host-to-device copy on the hot path.
-    * Reproducibility: every draw is seeded from ``(seed + member, stream, step)``
-      (see :mod:`featlearn.seeding`), so the batch of step ``t`` is a pure function of
-      ``t``. A resumed run continues the same stream; ensemble member ``s`` (of
-      ``ensemble_size`` members) sees exactly the data of a single run with
-      ``seed + s``.
-    * Several updates per Lightning batch (``updates_per_batch: K``): the stream
-      hands over up to K consecutive steps' batches as one
-      :class:`~featlearn.steps.StepChunk`, ending wherever a diagnostic, a checkpoint
-      or ``max_steps`` looks (:class:`~featlearn.steps.StepPlan`), so results, logs
-      and checkpoints are those of K = 1.
+    * **Per-step batches** of ``batch_size(t)`` samples, a positive integer or a per-step
+      schedule; batch ``t`` is a pure function of ``t`` (seeded from ``(seed + member,
+      stream, step)``, :mod:`featlearn.seeding`), so resuming and Lightning's prefetch
+      change nothing.
+    * **Finite sets**: step ``t`` of member s uses a uniformly random subset of
+      ``batch_size(t)`` distinct training rows, drawn from member s's own stream, or the
+      whole set when ``batch_size(t) >= n``; the batch says which rows it holds
+      (:class:`~featlearn.batches.TrainBatch`).
+    * **Ensembles**: batches have shape ``x: (S, B, d)``, ``y: (S, B)`` with S =
+      ``ensemble_size`` (the command line sets it from ``model.init_args.ensemble_size``).
+    * **On-device data**: sets and batches live on the training device; no DataLoader
+      workers, no host-to-device copy on the hot path.
+    * Several updates per Lightning batch (``updates_per_batch: K``, a
+      :class:`~featlearn.steps.StepChunk` planned by :class:`~featlearn.steps.StepPlan`).
 
-    Batches have shape ``x: (S, B, d)``, ``y: (S, B)`` with ``S`` = ``ensemble_size``.
-    The command line sets it from ``model.init_args.ensemble_size`` (one number for
-    both); code that builds a data model and a learner itself passes the same S to both.
+    A subclass implements :attr:`input_dim`, :meth:`train_set` and :meth:`eval_set`.
 
     Args:
         batch_size: Samples per update step: a positive integer or a per-step
             schedule of integers (see :mod:`featlearn.schedules`).
-        train_size: ``None`` for online SGD, else the size of the finite training set.
-        val_size: Size of the validation set.
-        test_size: Size of the held-out test set (population estimates).
         seed: Seed of the sample streams; fixed while the training seed varies.
         eval_batch_size: Largest chunk evaluated at once on validation/test sets.
         ensemble_size: S, the number of independent streams (one per ensemble member).
@@ -63,10 +51,215 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             throughput setting that changes no result).
     """
 
-    #: Dtype of the inputs the data model draws.
+    #: Dtype of the inputs.
     dtype: torch.dtype = torch.float32
-    #: Attributes that define the distribution and the sample stream; a run resumed
-    #: from a checkpoint must match them. Subclasses add their own.
+    #: Attributes that define the data and the sample stream; a run resumed from a
+    #: checkpoint must match them. Subclasses add their own.
+    state_keys: tuple[str, ...] = ("seed",)
+
+    def __init__(
+        self,
+        batch_size: ScheduleSpec = 256,
+        seed: int = 0,
+        eval_batch_size: int = 65536,
+        ensemble_size: int = 1,
+        updates_per_batch: int = 1,
+    ) -> None:
+        super().__init__()
+        self.batch_size = as_schedule(batch_size, "data.batch_size", integer=True, positive=True)
+        check_int("data.eval_batch_size", eval_batch_size, 1)
+        check_int("data.seed", seed, 0)
+        self.ensemble_size = check_int("data.ensemble_size", ensemble_size, 1)
+        self.updates_per_batch = check_int("data.updates_per_batch", updates_per_batch, 1)
+        self.seed = seed
+        self.eval_batch_size = eval_batch_size
+        self._generators = GeneratorPool()
+
+    # ------------------------------------------------------------------ subclass API
+    @property
+    @abc.abstractmethod
+    def input_dim(self) -> int:
+        """The input dimension d."""
+
+    @abc.abstractmethod
+    def train_set(self) -> tuple[Tensor, Tensor]:
+        """The finite training set on the training device: x (S, n, d), y (S, n).
+
+        The same tensor objects on every call while the set and the device are
+        unchanged (learners may key caches on them).
+
+        Raises:
+            RuntimeError: Where there is no finite training set (online sampling).
+        """
+
+    @abc.abstractmethod
+    def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
+        """The validation (``"val"``) or test (``"test"``) set: x (S, n, d), y (S, n)."""
+
+    def ground_truth(self) -> dict[str, Tensor]:
+        """Named ground-truth feature directions, each of shape (d,) or (k, d).
+
+        Diagnostics look up the names they need (``mu_1`` and ``mu_2`` for XOR). The
+        default is none.
+        """
+        return {}
+
+    def process_constants(self) -> dict[str, float]:
+        """Constants of a paper's training process that follow from this data.
+
+        For example Shi et al.'s sigma_w = 1/k (see :meth:`SparseCoding.process_constants`).
+        The command line fills a learner's unset (null) constants from these. Default: none.
+        """
+        return {}
+
+    def structure_free_overrides(self) -> dict:
+        """``init_args`` that turn this data model into its variant *without input structure*.
+
+        Shi et al. (2022) compare every method on data whose labels are unchanged but
+        whose inputs lose the structure the theory relies on (their Theorem 4). A
+        data model with such a variant overrides this; ``featlearn compare`` uses it
+        for the "w/o structure" columns.
+
+        Raises:
+            NotImplementedError: This data model has no structure-free variant.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no variant without input structure.")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def device(self) -> torch.device:
+        """The training device (CPU when no trainer is attached)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return torch.device("cpu")
+        return trainer.strategy.root_device
+
+    # ------------------------------------------------------------------ finite sets
+    def train_batch(self, step: int) -> TrainBatch:
+        """The training batch of update step ``step`` (>= 1): x (S, B, d), y (S, B), and its rows."""
+        x_all, y_all = self.train_set()  # (S, n, d), (S, n)
+        idx = self.train_batch_indices(step)  # (S, B) or None
+        if idx is None:
+            return TrainBatch((x_all, y_all), SetRows(x_all, None))
+        return TrainBatch((take_rows(x_all, idx), take_rows(y_all, idx)), SetRows(x_all, idx))
+
+    def train_batch_indices(self, step: int) -> Tensor | None:
+        """The training-set indices (S, B) of step ``step``'s batch.
+
+        Member s's batch is a uniformly random subset of B distinct indices, drawn from
+        its own stream (:func:`featlearn.sampling.distinct_indices`, O(B log B) per draw).
+        ``None`` when the batch is the whole training set (``batch_size(step) >= n``).
+
+        Raises:
+            RuntimeError: Where there is no finite training set (online sampling).
+        """
+        n, size, device = self.train_set()[1].shape[1], self.batch_size(step), self.device
+        if size >= n:
+            return None
+        return torch.stack(
+            [
+                distinct_indices(n, size, self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device)
+                for s in range(self.ensemble_size)
+            ]
+        )  # (S, B)
+
+    def probe_set(self, n: int) -> tuple[Tensor, Tensor]:
+        """A fixed sample to fit a classifier on frozen features: x (S, n', d), y (S, n').
+
+        The training set (``n`` is then ignored); data models without one override this.
+        """
+        return self.train_set()
+
+    # ------------------------------------------------------------------ Lightning hooks
+    def train_dataloader(self) -> _StepStream:
+        """An endless stream of per-step batches, starting after the trainer's step."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.max_steps is not None:
+            self.batch_size.check_covers(trainer.max_steps)
+        return _StepStream(self)
+
+    def val_dataloader(self) -> _Chunks:
+        """The validation set in chunks of at most ``eval_batch_size``."""
+        return self._chunks(*self.eval_set("val"))
+
+    def test_dataloader(self) -> _Chunks:
+        """The test set in chunks of at most ``eval_batch_size``."""
+        return self._chunks(*self.eval_set("test"))
+
+    def _chunks(self, x: Tensor, y: Tensor) -> _Chunks:
+        size = self.eval_batch_size
+        return _Chunks([(x[:, i : i + size], y[:, i : i + size]) for i in range(0, x.shape[1], size)])
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):  # noqa: D102
+        # Batches are born on the device; skip Lightning's recursive move.
+        return batch
+
+    def state_dict(self) -> dict:
+        """What defines the data and the sample stream (:attr:`state_keys`)."""
+        return {key: _plain(getattr(self, key)) for key in self.state_keys}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Refuse to resume a run with different data or sample stream.
+
+        Raises:
+            ValueError: If any of :attr:`state_keys` differs from the checkpoint's.
+        """
+        for key in self.state_keys:
+            if key in state_dict and state_dict[key] != _plain(getattr(self, key)):
+                raise ValueError(
+                    f"The checkpoint was trained with data.{key}={state_dict[key]!r} but this run "
+                    f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
+                    f"stream. Set data.{key}: {state_dict[key]!r} to resume."
+                )
+
+
+def take_rows(values: Tensor, index: Tensor) -> Tensor:
+    """Rows ``index[s]`` of member s's set: values (S, n, ...), index (S, B) -> (S, B, ...).
+
+    One ``index_select`` (a third of ``torch.gather``'s time on the CPU). A set shared by
+    every member (stride 0 along S, as a real dataset is) is indexed without copying it.
+    """
+    members, n = values.shape[:2]
+    rest = values.shape[2:]
+    if members == 1 or values.stride(0) == 0:
+        base = values[0]
+        if members == 1:
+            return base.index_select(0, index[0]).unsqueeze(0)
+        return base.index_select(0, index.reshape(-1)).view(members, index.shape[1], *rest)
+    flat = (index + n * torch.arange(members, device=index.device).unsqueeze(1)).view(-1)  # (S B,) rows of (S n, ...)
+    return values.reshape(members * n, *rest).index_select(0, flat).view(members, index.shape[1], *rest)
+
+
+class SyntheticDataModule(DataModel):
+    """A data model given by a distribution ``P`` over labelled inputs ``(x, y)``.
+
+    A subclass states the distribution: it implements :meth:`sample`, which draws
+    ``n`` i.i.d. pairs ``x in R^d``, ``y in {-1, +1}``, and the property
+    :attr:`input_dim` (= d); it may override :meth:`ground_truth` to expose the
+    feature directions that diagnostics compare the network against. The base does
+    the rest (see :class:`DataModel` for what every data model shares):
+
+    * **Online mode** (``train_size=None``, the setting of Glasgow 2023): update step
+      ``t`` trains on a fresh batch of ``batch_size(t)`` i.i.d. samples.
+    * **Finite-sample mode** (``train_size=n``): a training set of ``n`` samples is
+      drawn once per member; step ``t`` uses a uniformly random subset of
+      ``batch_size(t)`` distinct training samples, or the whole set when
+      ``batch_size(t) >= n`` (the "approximate full gradient" of Shi et al. 2022).
+    * Validation and test sets drawn once, from their own streams.
+    * Reproducibility: every draw is seeded from ``(seed + member, stream, step)``, so
+      ensemble member ``s`` sees exactly the data of a single run with ``seed + s``.
+
+    Args:
+        batch_size: Samples per update step (integer or per-step schedule).
+        train_size: ``None`` for online SGD, else the size of the finite training set.
+        val_size: Size of the validation set.
+        test_size: Size of the held-out test set (population estimates).
+        seed: Seed of the sample streams; fixed while the training seed varies.
+        eval_batch_size: Largest chunk evaluated at once on validation/test sets.
+        ensemble_size: S, the number of independent streams (one per ensemble member).
+        updates_per_batch: K, the most update steps one Lightning batch carries.
+    """
+
     state_keys: tuple[str, ...] = ("seed", "train_size")
 
     def __init__(
@@ -80,31 +273,24 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         ensemble_size: int = 1,
         updates_per_batch: int = 1,
     ) -> None:
-        super().__init__()
-        self.batch_size = as_schedule(batch_size, "data.batch_size", integer=True, positive=True)
+        super().__init__(
+            batch_size=batch_size,
+            seed=seed,
+            eval_batch_size=eval_batch_size,
+            ensemble_size=ensemble_size,
+            updates_per_batch=updates_per_batch,
+        )
         if train_size is not None:
             check_int("data.train_size", train_size, 1, hint=" (use null for online sampling)")
         for name, value, minimum in (("val_size", val_size, 0), ("test_size", test_size, 0)):
             check_int(f"data.{name}", value, minimum)
-        check_int("data.eval_batch_size", eval_batch_size, 1)
-        check_int("data.seed", seed, 0)
-        self.ensemble_size = check_int("data.ensemble_size", ensemble_size, 1)
-        self.updates_per_batch = check_int("data.updates_per_batch", updates_per_batch, 1)
         self.train_size = train_size
         self.val_size = val_size
         self.test_size = test_size
-        self.seed = seed
-        self.eval_batch_size = eval_batch_size
-        self._generators = GeneratorPool()
         self._train_sets: tuple[Tensor, Tensor] | None = None  # (S, n, d), (S, n)
         self._eval_sets: dict[str, tuple[Tensor, Tensor]] = {}
 
     # ------------------------------------------------------------------ subclass API
-    @property
-    @abc.abstractmethod
-    def input_dim(self) -> int:
-        """The input dimension d."""
-
     @abc.abstractmethod
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw ``n`` i.i.d. labelled samples.
@@ -118,31 +304,6 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             ``x`` of shape (n, d) and dtype :attr:`dtype`, and ``y`` of shape (n,) with
             values in {-1, +1} (same dtype).
         """
-
-    def ground_truth(self) -> dict[str, Tensor]:
-        """Named ground-truth feature directions, each of shape (d,) or (k, d).
-
-        Diagnostics look up the names they need (``mu_1`` and ``mu_2`` for XOR). The
-        default is none.
-        """
-        return {}
-
-    def process_constants(self) -> dict[str, float]:
-        """Constants of a paper's training process that follow from this distribution.
-
-        For example Shi et al.'s sigma_w = 1/k (see :meth:`SparseCoding.process_constants`).
-        The command line fills a learner's unset (null) constants from these. Default: none.
-        """
-        return {}
-
-    # ------------------------------------------------------------------ properties
-    @property
-    def device(self) -> torch.device:
-        """The training device (CPU when no trainer is attached)."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return torch.device("cpu")
-        return trainer.strategy.root_device
 
     # ------------------------------------------------------------------ drawing
     def draw(self, n: int, member: int, stream: int, step: int, device: torch.device) -> tuple[Tensor, Tensor]:
@@ -173,41 +334,14 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
         In finite-sample mode the batch also says which training-set rows it holds
         (:attr:`TrainBatch.rows <featlearn.batches.TrainBatch>`).
         """
-        device = self.device
-        size = self.batch_size(step)
         if self.train_size is None:
-            return TrainBatch(self._draw_members(size, TRAIN_BATCH, step, device))
-        x_all, y_all = self.train_set()  # (S, n, d), (S, n)
-        idx = self.train_batch_indices(step)  # (S, B)
-        if idx is None:
-            return TrainBatch((x_all, y_all), SetRows(x_all, None))
-        members, n = y_all.shape
-        flat = (idx + n * torch.arange(members, device=idx.device).unsqueeze(1)).view(-1)  # (S B,) rows of (S n, .)
-        # One index_select on the flattened set: a third of torch.gather's time on the CPU.
-        x = x_all.reshape(members * n, -1).index_select(0, flat).view(members, idx.shape[1], -1)
-        return TrainBatch((x, y_all.reshape(-1).index_select(0, flat).view_as(idx)), SetRows(x_all, idx))
+            return TrainBatch(self._draw_members(self.batch_size(step), TRAIN_BATCH, step, self.device))
+        return super().train_batch(step)
 
-    def train_batch_indices(self, step: int) -> Tensor | None:
-        """Finite-sample mode: the training-set indices (S, B) of step ``step``'s batch.
-
-        Member s's batch is a uniformly random subset of B distinct indices, drawn from
-        its own stream (:func:`featlearn.sampling.distinct_indices`, O(B log B) per draw).
-        ``None`` when the batch is the whole training set (``batch_size(step) >= n``).
-
-        Raises:
-            RuntimeError: In online mode, where batches are fresh draws.
-        """
+    def train_batch_indices(self, step: int) -> Tensor | None:  # noqa: D102
         if self.train_size is None:
             raise RuntimeError("data.train_size is null (online sampling): batches have no training-set indices.")
-        n, size, device = self.train_size, self.batch_size(step), self.device
-        if size >= n:
-            return None
-        return torch.stack(
-            [
-                distinct_indices(n, size, self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device)
-                for s in range(self.ensemble_size)
-            ]
-        )  # (S, B)
+        return super().train_batch_indices(step)
 
     def train_set(self) -> tuple[Tensor, Tensor]:
         """The finite training set, drawn once: x (S, n, d), y (S, n)."""
@@ -230,19 +364,6 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             return self.train_set()
         return self._draw_members(n, PROBE_SET, 0, self.device)
 
-    def structure_free_overrides(self) -> dict:
-        """``init_args`` that turn this data model into its variant *without input structure*.
-
-        Shi et al. (2022) compare every method on data whose labels are unchanged but
-        whose inputs lose the structure the theory relies on (their Theorem 4). A
-        data model with such a variant overrides this; ``featlearn compare`` uses it
-        for the "w/o structure" columns.
-
-        Raises:
-            NotImplementedError: This data model has no structure-free variant.
-        """
-        raise NotImplementedError(f"{type(self).__name__} has no variant without input structure.")
-
     def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
         """The validation (``"val"``) or test (``"test"``) set: x (S, n, d), y (S, n)."""
         stream, n = {"val": (VAL_SET, self.val_size), "test": (TEST_SET, self.test_size)}[split]
@@ -252,48 +373,6 @@ class SyntheticDataModule(pl.LightningDataModule, abc.ABC):
             cached = self._draw_members(n, stream, 0, device)
             self._eval_sets[split] = cached
         return cached
-
-    # ------------------------------------------------------------------ Lightning hooks
-    def train_dataloader(self) -> _StepStream:
-        """An endless stream of per-step batches, starting after the trainer's step."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is not None and trainer.max_steps is not None:
-            self.batch_size.check_covers(trainer.max_steps)
-        return _StepStream(self)
-
-    def val_dataloader(self) -> _Chunks:
-        """The validation set in chunks of at most ``eval_batch_size``."""
-        return self._chunks(*self.eval_set("val"))
-
-    def test_dataloader(self) -> _Chunks:
-        """The test set in chunks of at most ``eval_batch_size``."""
-        return self._chunks(*self.eval_set("test"))
-
-    def _chunks(self, x: Tensor, y: Tensor) -> _Chunks:
-        size = self.eval_batch_size
-        return _Chunks([(x[:, i : i + size], y[:, i : i + size]) for i in range(0, x.shape[1], size)])
-
-    def transfer_batch_to_device(self, batch, device, dataloader_idx):  # noqa: D102
-        # Batches are born on the device; skip Lightning's recursive move.
-        return batch
-
-    def state_dict(self) -> dict:
-        """What defines the distribution and the sample stream (:attr:`state_keys`)."""
-        return {key: _plain(getattr(self, key)) for key in self.state_keys}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Refuse to resume a run with a different distribution or sample stream.
-
-        Raises:
-            ValueError: If any of :attr:`state_keys` differs from the checkpoint's.
-        """
-        for key in self.state_keys:
-            if key in state_dict and state_dict[key] != _plain(getattr(self, key)):
-                raise ValueError(
-                    f"The checkpoint was trained with data.{key}={state_dict[key]!r} but this run "
-                    f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
-                    f"stream. Set data.{key}: {state_dict[key]!r} to resume."
-                )
 
 
 def _plain(value):
@@ -311,7 +390,7 @@ class _StepStream:
     ``t``, prefetching and resuming do not change what each step trains on.
     """
 
-    def __init__(self, datamodule: SyntheticDataModule) -> None:
+    def __init__(self, datamodule: DataModel) -> None:
         self.datamodule = datamodule
 
     def __iter__(self) -> Iterator[TrainBatch | StepChunk]:

@@ -111,7 +111,7 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
     )
     return FeatlearnCLI(
         model_class=pl.LightningModule,
-        datamodule_class=featlearn.datamodules.SyntheticDataModule,
+        datamodule_class=featlearn.datamodules.DataModel,
         subclass_mode_model=True,
         subclass_mode_data=True,
         auto_configure_optimizers=False,
@@ -137,7 +137,7 @@ def share_ensemble_size(config) -> None:
         if size != 1:
             raise ValueError(
                 f"model.init_args.ensemble_size = {size}, but {config.get('data.class_path')} takes no "
-                f"ensemble_size: use a data model built on SyntheticDataModule (one stream per member), or "
+                f"ensemble_size: use a data model built on featlearn.datamodules.DataModel (one stream per member), or "
                 f"model.init_args.ensemble_size: 1."
             )
         return

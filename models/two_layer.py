@@ -222,6 +222,16 @@ class TwoLayerNet(ScheduledSGDModule):
             cache = self._z_cache = _PreactivationCache(rows.inputs, net)
         return cache.lookup(rows.index)
 
+    def _check_members(self, x: Tensor) -> None:
+        """Also refuse inputs that are not vectors of this network's d (e.g. images left unflattened)."""
+        super()._check_members(x)
+        if x.dim() != 3 or x.shape[-1] != self.two_layer.input_dim:
+            raise ValueError(
+                f"The two-layer network takes inputs x of shape (S, B, d) with d = model.input_dim = "
+                f"{self.two_layer.input_dim}, but the data model gives {tuple(x.shape)}: flatten images "
+                f"(data.flatten: true) and let the command line set model.input_dim from the data."
+            )
+
     def on_train_end(self) -> None:  # noqa: D102
         self._z_cache = None  # frees the set's pre-activations
         super().on_train_end()

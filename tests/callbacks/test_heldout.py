@@ -32,7 +32,15 @@ def test_heldout_accuracy_needs_a_test_set(fit):
         fit(TwoLayerNet(data.input_dim, **grouped(8, lr=0.5)), data, 1, callbacks=[HeldOutAccuracy()])
 
 
-@pytest.mark.parametrize("kwargs", [{"dense_until": -1}, {"split": "train"}, {"cadence": 0}])
+@pytest.mark.parametrize("kwargs", [{"dense_until": -1}, {"split": "validation"}, {"cadence": 0}])
 def test_heldout_accuracy_rejects_bad_settings(kwargs):
     with pytest.raises(ValueError):
         HeldOutAccuracy(**kwargs)
+
+
+def test_training_set_accuracy_is_logged_for_finite_training_sets(fit):
+    data = SparseCoding(d=12, D=6, k=3, train_size=100, test_size=50, val_size=0, batch_size=50, ensemble_size=2)
+    model = TwoLayerNet(data.input_dim, **grouped(8, lr=0.5, ensemble_size=2))
+    trainer = fit(model, data, 3, callbacks=[HeldOutAccuracy(split="train", cadence=1)])
+    _, error = model.evaluate_dataset(*data.train_set(), chunk=1024)
+    assert trainer.callback_metrics["trainset/train_acc"] == pytest.approx(float(100 * (1 - error).mean()), abs=1e-4)

@@ -9,6 +9,7 @@ import yaml
 from featlearn.cli import build_cli
 
 from ..conftest import CONFIGS  # noqa: TID252
+from ..datamodules.image_files import trust_written_files, write_cifar10, write_mnist, write_svhn  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
 OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml"))
@@ -291,3 +292,35 @@ def test_logger_free_run_leaves_the_working_directory_alone(tmp_path, monkeypatc
     (tmp_path / "config.yaml").write_text("mine: true\n")
     build_cli(["fit", *TINY_GLASGOW, "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)])
     assert (tmp_path / "config.yaml").read_text() == "mine: true\n"
+
+
+REAL_OVERLAYS = sorted((CONFIGS / "experiments" / "shi_real").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("overlay", REAL_OVERLAYS, ids=lambda p: p.stem)
+def test_every_real_data_overlay_runs_on_files_in_the_real_format(tmp_path, monkeypatch, overlay):
+    """shi_real_mnist01 + shi_real/<source> on tiny files written as the real datasets are laid out."""
+    root = tmp_path / "data"
+    if overlay.stem == "mnist":
+        write_mnist(root / "MNIST" / "raw")
+    elif overlay.stem == "fashion_mnist":  # Debian's layout: the gzipped IDX files in one folder
+        write_mnist(root, compress=True)
+        monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
+    elif overlay.stem == "cifar10":
+        write_cifar10(root)
+    else:
+        write_svhn(root)
+    trust_written_files(monkeypatch, root)
+    cli = run_cli(
+        tmp_path,
+        "--config",
+        "shi_real_mnist01",
+        "--config",
+        f"shi_real/{overlay.stem}",
+        "--config",
+        "debug/smoke",
+        "--data.init_args.root",
+        str(root),
+    )
+    assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+    assert cli.datamodule.source == overlay.stem and cli.model.two_layer.input_dim == cli.datamodule.input_dim
