@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -41,6 +43,9 @@ def test_heldout_accuracy_rejects_bad_settings(kwargs):
 def test_training_set_accuracy_is_logged_for_finite_training_sets(fit):
     data = SparseCoding(d=12, D=6, k=3, train_size=100, test_size=50, val_size=0, batch_size=50, ensemble_size=2)
     model = TwoLayerNet(data.input_dim, **grouped(8, lr=0.5, ensemble_size=2))
-    trainer = fit(model, data, 3, callbacks=[HeldOutAccuracy(split="train", cadence=1)])
+    accuracy = HeldOutAccuracy(split="train", cadence=1)
+    fit(model, data, 3, callbacks=[accuracy])
     _, error = model.evaluate_dataset(*data.train_set(), chunk=1024)
-    assert trainer.callback_metrics["trainset/train_acc"] == pytest.approx(float(100 * (1 - error).mean()), abs=1e-4)
+    assert torch.allclose(accuracy.member_accuracy[3], 100 * (1 - error), atol=1e-4)
+    logged = accuracy.compute(SimpleNamespace(datamodule=data), model, 3)
+    assert logged["trainset/train_acc"] == pytest.approx(float(100 * (1 - error).mean()), abs=1e-4)
