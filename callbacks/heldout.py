@@ -46,7 +46,9 @@ class HeldOutAccuracy(DiagnosticCallback):
         if size is None:  # e.g. a real dataset's test_size: null (all of its test rows)
             size = data.train_set()[1].shape[-1] if self.split == "train" else data.eval_set(self.split)[1].shape[-1]
         if not size:
-            raise ValueError(f"HeldOutAccuracy(split={self.split!r}) needs data.{self.split}_size > 0, got an empty set.")
+            raise ValueError(
+                f"HeldOutAccuracy(split={self.split!r}) needs data.{self.split}_size > 0, got an empty set."
+            )
 
     def is_due(self, step: int) -> bool:  # noqa: D102
         return step <= self.dense_until or super().is_due(step)

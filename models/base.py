@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows
 from featlearn.models.losses import LOSSES
-from featlearn.schedules import Schedule
+from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int
 
@@ -55,9 +55,16 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         loss: ``logistic`` or ``hinge`` (see :mod:`featlearn.models.losses`).
         ensemble_size: S, the number of independent members.
         max_members_logged: Log per-member curves when S is at most this.
+        momentum: *schedule*, mu(t) in [0, 1): SGD with momentum, the heavy ball
+            b_t = mu(t) b_{t-1} + g_t, theta_t = theta_{t-1} - c eta(t) b_t (no dampening;
+            b_t = g_t at steps where mu(t) = 0), set at every step like the rates. The
+            buffers live in the optimizer's state, so checkpoints keep them. 0 (the
+            default) is plain SGD, bit for bit.
     """
 
-    def __init__(self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8) -> None:
+    def __init__(
+        self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8, momentum: ScheduleSpec = 0.0
+    ) -> None:
         super().__init__()
         check_choice("model.loss", loss, sorted(LOSSES))
         check_int("model.ensemble_size", ensemble_size, 1)
@@ -68,6 +75,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.ensemble_size = ensemble_size
         self.max_members_logged = max_members_logged
         self._groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
+        self.momentum = as_schedule(momentum, "model.momentum")
+        if any(v >= 1 for seg in self.momentum.segments for v in (seg.value, seg.end_value) if v is not None):
+            raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
         # Per-member losses (S,) of the updates since the last divergence check, from step
         # _pending_from on. Checked in one go on logging steps, every _CHECK_EVERY updates
         # and at the end: no per-update kernels or host syncs, and still the exact step.
@@ -109,15 +119,17 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         for name, (_, lr, wd) in self._groups.items():
             values[f"lr_{name}"] = lr(step)
             values[f"weight_decay_{name}"] = wd(step)
+        if not self.momentum.is_zero:
+            values["momentum"] = self.momentum(step)
         return values
 
     def schedules(self) -> list[Schedule]:
         """All schedules, for the coverage check at fit start."""
-        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)]
+        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)] + [self.momentum]
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """Plain SGD, one group per parameter group; rates are set at every step."""
+        """Plain SGD, one group per parameter group; rates (and momentum) are set at every step."""
         return torch.optim.SGD([{"params": params, "lr": 0.0} for params, _, _ in self._groups.values()], lr=0.0)
 
     def on_fit_start(self) -> None:
@@ -192,6 +204,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         computing it. ``training_update`` turns them back on when the update ends, also
         on an error.
         """
+        if not self.momentum.is_zero:  # a rate-0 group still moves its momentum buffer: differentiate it
+            return []
         return [p for params, lr, _ in self._groups.values() if lr(step) == 0 for p in params]
 
     def _check_members(self, x: Tensor) -> None:
@@ -205,10 +219,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def _step_optimizer(self, optimizer, step: int) -> None:
         """Set every group's rate c * eta_g(step) and take the SGD step on the gradients in place."""
-        scale = self.gradient_scale()
+        scale, momentum = self.gradient_scale(), self.momentum(step)
         for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values(), strict=True):
             group["lr"] = scale * lr(step)
+            group["momentum"] = momentum
         optimizer.step()
+        if momentum == 0 and not self.momentum.is_zero:
+            # torch's SGD leaves its buffer alone at momentum 0 and restarts it from the gradient
+            # when momentum returns; the heavy ball b_t = mu(t) b_{t-1} + g_t has b_t = g_t here.
+            state = optimizer.optimizer.state
+            for group in optimizer.optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        state[p]["momentum_buffer"] = p.grad.detach().clone()
 
     #: The most updates whose losses wait for a divergence check (bounds their memory).
     _CHECK_EVERY = 256

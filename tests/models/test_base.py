@@ -16,8 +16,11 @@ from featlearn.models import TwoLayerNet
 from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
 
-@pytest.mark.parametrize("train_size, updates_per_batch", [(None, 1), (100, 1), (100, 4)])
-def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates_per_batch):
+@pytest.mark.parametrize(
+    "train_size, updates_per_batch, momentum", [(None, 1, 0.0), (100, 1, 0.0), (100, 4, 0.0), (100, 1, 0.9)]
+)
+def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates_per_batch, momentum):
+    """Also with momentum: its buffers are in the checkpoint."""
     from featlearn.callbacks import StepCheckpoint
 
     def make():
@@ -28,6 +31,7 @@ def test_stop_and_resume_equals_uninterrupted(fit, tmp_path, train_size, updates
                 lr=[{"start": 1, "end": 4, "value": 0.5}, {"start": 5, "value": 0.2}],
                 noise_std=0.05,
                 seed=3,
+                momentum=momentum,
             ),
         )
         dm = BooleanXOR(

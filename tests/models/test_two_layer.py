@@ -278,3 +278,43 @@ def test_the_cache_is_skipped_where_it_does_not_pay(monkeypatch):
 def test_preactivation_cache_budget_is_checked():
     with pytest.raises(ValueError, match="model.preactivation_cache_mb"):
         _shi_like(cache_mb=-1)
+
+
+# ---------------------------------------------------------------- momentum
+def test_momentum_zero_is_plain_sgd_bit_for_bit(fit):
+    def run(**kwargs):
+        model = TwoLayerNet(8, **grouped(6, lr=0.3, seed=0, **kwargs))
+        fit(model, BooleanXOR(dim=8, batch_size=32), 4)
+        return [p.detach().clone() for p in model.parameters()]
+
+    for plain, zero in zip(run(), run(momentum=0.0), strict=True):
+        assert torch.equal(plain, zero)
+
+
+def test_momentum_follows_the_heavy_ball_rule_and_its_schedule(fit):
+    """b_t = mu(t) b_{t-1} + g_t, theta_t = theta_{t-1} - eta b_t, with mu from a per-step schedule."""
+    mu = [{"start": 1, "end": 2, "value": 0.0}, {"start": 3, "value": 0.9}]
+    data = BooleanXOR(dim=8, batch_size=32)
+    model = TwoLayerNet(8, **grouped(6, lr=0.2, seed=1, momentum=mu, mean_field_gradient=False))
+    w, a = model.net.w.detach().clone().requires_grad_(True), model.net.a.detach().clone().requires_grad_(True)
+    buffers = [torch.zeros_like(w), torch.zeros_like(a)]
+    for step in range(1, 6):  # the same update by hand
+        x, y = data.train_batch(step)
+        f = torch.relu(torch.bmm(x, w.transpose(1, 2))) @ a.unsqueeze(-1) / 6
+        loss = model.member_losses(f.squeeze(-1), y).sum()
+        grads = torch.autograd.grad(loss, [w, a])
+        m = 0.0 if step <= 2 else 0.9
+        with torch.no_grad():
+            for param, buf, grad in zip((w, a), buffers, grads, strict=True):
+                buf.mul_(m).add_(grad)
+                param -= 0.2 * buf
+    fit(model, data, 5)
+    torch.testing.assert_close(model.net.w, w.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.net.a, a.detach(), rtol=1e-5, atol=1e-6)
+    assert model.scheduled_values(3)["momentum"] == 0.9
+
+
+@pytest.mark.parametrize("momentum", [1.0, -0.1, [{"start": 1, "value": 0.5, "end_value": 1.2, "end": 9}]])
+def test_momentum_outside_zero_one_is_refused(momentum):
+    with pytest.raises(ValueError, match="model.momentum"):
+        TwoLayerNet(8, **grouped(6, lr=0.1, momentum=momentum))
