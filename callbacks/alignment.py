@@ -84,6 +84,28 @@ def centre_coverage(w: Tensor, centres: Tensor, threshold: float) -> dict[str, T
     return {"centre_coverage": (best >= threshold).double().mean(), "centre_max_cos_mean": best.mean()}
 
 
+def class_mean_alignment(w: Tensor, means: Tensor, labels: Tensor, a: Tensor | None) -> dict[str, Tensor]:
+    r"""Real data: how close the neurons are to the class-mean directions, and to the right one.
+
+    With class means :math:`m_c` (labels :math:`y_c`) and, for neuron i, its nearest mean
+    :math:`c(i) = \arg\max_c \cos(w_i, m_c)`:
+
+    * ``class_mean_cos`` = mean_i max_c cos(w_i, m_c): rises from its random-direction
+      level as the neurons gather around the class structure, the scalar analogue of
+      Figure 17's clusters forming (one number per step, readable off a curve, unlike a
+      cluster count that jumps between integers and depends on a clustering rule);
+    * ``class_mean_sign_agreement`` = the fraction of neurons with sign(a_i) = y_{c(i)}:
+      a neuron that votes for class +1 (a_i > 0) sits nearer the +1 class mean (None
+      without output weights).
+    """
+    cos = cosines(w, means)  # (p, C)
+    best, nearest = cos.max(dim=1)
+    out = {"class_mean_cos": best.mean()}
+    if a is not None:
+        out["class_mean_sign_agreement"] = (torch.sign(a) == labels.to(a)[nearest]).double().mean()
+    return out
+
+
 class FeatureAlignment(DiagnosticCallback):
     r"""Logs how the first-layer neurons align with the data model's ground truth, under ``align/``.
 
@@ -95,7 +117,10 @@ class FeatureAlignment(DiagnosticCallback):
     * ``dictionary`` (d, D) and ``relevant`` (k,): ``align/snr_median``,
       ``align/snr_max``, ``align/relevant_frac_mean`` (:func:`dictionary_snr`);
     * ``centres`` (C, d): ``align/centre_coverage``, ``align/centre_max_cos_mean``
-      (:func:`centre_coverage`).
+      (:func:`centre_coverage`);
+    * ``class_means`` (C, d) with ``class_mean_labels`` (real data, which have no ground
+      truth): ``align/class_mean_cos``, ``align/class_mean_sign_agreement``
+      (:func:`class_mean_alignment`).
 
     The neurons are the learner's ``first_layer_features()``; a learner without
     learned neurons (the NTK baseline) gets no ``align/`` metrics and no pictures, as
@@ -109,7 +134,10 @@ class FeatureAlignment(DiagnosticCallback):
     (red star) and -g (orange star) as in Figures 2 and 6, or the cluster centres
     (stars coloured by label) as in Figure 16. Neurons with cos >= ``highlight_cos``
     to +g (red) or -g (orange) at step ``highlight_step`` keep their colour in every
-    picture, so one sees where the aligned neurons came from. The pictures are drawn
+    picture, so one sees where the aligned neurons came from. On real data the stars
+    are the class means (red: y = +1, blue: y = -1) and each neuron is coloured by the
+    sign of its output weight at that step (red a > 0, blue a < 0), as in Figures
+    17-19. The pictures are drawn
     at the end of ``fit``, written to TensorBoard (``align/mds``) and saved as PNG
     files in the logger's folder.
 
@@ -159,16 +187,18 @@ class FeatureAlignment(DiagnosticCallback):
         self.highlight_step = highlight_step
         self.highlight_cos = highlight_cos
         self.snapshots: dict[int, Tensor] = {}  # step -> w of member 0 (p, d), CPU
+        self.output_signs: dict[int, Tensor] = {}  # step -> sign(a) of member 0 (p,), CPU
         self.images: dict[int, Tensor] = {}  # step -> (3, H, W) uint8, after fit
         self._last_step: int | None = None
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
         truth = trainer.datamodule.ground_truth() if trainer.datamodule is not None else {}
-        if not ({"feature", "centres"} & set(truth)):
+        if not ({"feature", "centres", "class_means"} & set(truth)):
             raise ValueError(
                 f"FeatureAlignment needs a data model whose ground_truth() has 'feature' (such as "
-                f"SparseCoding) or 'centres' (GaussianMixture); {type(trainer.datamodule).__name__} "
+                f"SparseCoding), 'centres' (GaussianMixture) or 'class_means' (ImageDataModule); "
+                f"{type(trainer.datamodule).__name__} "
                 f"gives {sorted(truth)}. Remove the callback or use such a data model."
             )
         if self.mds_steps:
@@ -193,10 +223,13 @@ class FeatureAlignment(DiagnosticCallback):
         if w is None:
             return {}
         truth = trainer.datamodule.ground_truth()
+        a = pl_module.output_weights()  # (S, p) or None
         if self._wants_snapshot(step) or step == self.highlight_step:
             self.snapshots[step] = w[0].to("cpu", torch.float64).clone()
+            if a is not None:
+                self.output_signs[step] = torch.sign(a[0]).to("cpu", torch.float64)
         per_member = []
-        for ws in w.to(torch.float64):
+        for s, ws in enumerate(w.to(torch.float64)):
             values = {}
             if "feature" in truth:
                 values.update(feature_alignment(ws, truth["feature"].to(ws), self.top, self.cos_threshold))
@@ -204,6 +237,9 @@ class FeatureAlignment(DiagnosticCallback):
                 values.update(dictionary_snr(ws, truth["dictionary"].to(ws), truth["relevant"]))
             if "centres" in truth:
                 values.update(centre_coverage(ws, truth["centres"].to(ws), self.coverage_threshold))
+            if "class_means" in truth:
+                means, labels = truth["class_means"].to(ws), truth["class_mean_labels"]
+                values.update(class_mean_alignment(ws, means, labels, None if a is None else a[s].to(ws)))
             per_member.append(values)
         return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
 
@@ -216,7 +252,7 @@ class FeatureAlignment(DiagnosticCallback):
         steps = sorted(s for s in self.snapshots if self._wants_snapshot(s))
         folder = Path(trainer.log_dir) if trainer.log_dir else None
         for step in steps:
-            image, figure = self._draw(self.snapshots[step], truth, highlight, step)
+            image, figure = self._draw(self.snapshots[step], truth, highlight, step, self.output_signs.get(step))
             self.images[step] = image
             for logger in trainer.loggers:
                 experiment = getattr(logger, "experiment", None)
@@ -229,7 +265,7 @@ class FeatureAlignment(DiagnosticCallback):
 
             plt.close(figure)
 
-    def _draw(self, w: Tensor, truth: dict[str, Tensor], highlight: Tensor | None, step: int):
+    def _draw(self, w: Tensor, truth: dict[str, Tensor], highlight: Tensor | None, step: int, signs=None):
         """MDS of neurons and ground-truth points; returns (image (3, H, W) uint8, figure)."""
         import matplotlib
 
@@ -242,10 +278,14 @@ class FeatureAlignment(DiagnosticCallback):
             stars = torch.stack([truth["feature"], -truth["feature"]])
             star_colours = ["red", "orange"]
             legend = {"red": "+sum_A M_j", "orange": "-sum_A M_j"}
-        else:
+        elif "centres" in truth:
             stars = truth["centres"]
             star_colours = ["red" if lab > 0 else "blue" for lab in truth["centre_labels"].tolist()]
             legend = {"red": "centre, y=+1", "blue": "centre, y=-1"}
+        else:
+            stars = truth["class_means"]
+            star_colours = ["red" if lab > 0 else "blue" for lab in truth["class_mean_labels"].tolist()]
+            legend = {"red": "class mean, y=+1", "blue": "class mean, y=-1"}
         points = torch.cat([w, stars])  # (p + C, d)
         distances = (1.0 - cosines(points, points)).clamp_min(0.0)
         distances = 0.5 * (distances + distances.T)
@@ -265,6 +305,8 @@ class FeatureAlignment(DiagnosticCallback):
         elif "centres" in truth:
             best = cosines(w, truth["centres"]).argmax(dim=1)
             colours = np.array([star_colours[c] for c in best.tolist()], dtype=object)
+        elif signs is not None:  # real data: each neuron by the sign of its output weight
+            colours = np.where(signs.numpy() > 0, "red", "blue").astype(object)
         figure, axis = plt.subplots(figsize=(5, 5))
         axis.scatter(xy[:p, 0], xy[:p, 1], s=8, c=list(colours), alpha=0.7, linewidths=0)
         axis.scatter(xy[p:, 0], xy[p:, 1], s=220, c=star_colours, marker="*", edgecolors="black", zorder=3)

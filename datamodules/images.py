@@ -158,6 +158,15 @@ class ImageDataModule(DataModel):
         """The validation (``"val"``) or test (``"test"``) rows: x (S, n, ...), y (S, n)."""
         return self._device_split(split)
 
+    def ground_truth(self) -> dict[str, Tensor]:
+        """Real data have no ground-truth features: the class-mean directions stand in for them.
+
+        ``class_means`` (2, d), the mean preprocessed training input of class c_- and c_+
+        (flattened), and ``class_mean_labels`` (2,) = (-1, +1). ``FeatureAlignment``
+        marks them in its pictures and measures the neurons against them.
+        """
+        return {"class_means": self.class_means().flatten(1), "class_mean_labels": torch.tensor([-1.0, 1.0])}
+
     def class_means(self) -> Tensor:
         """The mean preprocessed training input of each class, (2, d) or (2, C, H, W): rows c_-, c_+.
 

@@ -148,3 +148,9 @@ def test_mnist_zero_one_offline_reaches_the_papers_accuracy(tmp_path):
     assert float(accuracy["test"][last].min()) >= 98.5  # 200 test digits: 98.5% is 3 mistakes
     assert float(cli.trainer.callback_metrics["test/error"]) <= 0.015
     assert list((tmp_path / "shi_real_mnist01").glob("version_*/events.out.tfevents.*"))  # curves for TensorBoard
+    # The neurons turn towards the class structure (Figure 17's clusters): measured 0.01 -> 0.19.
+    alignment = next(cb for cb in cli.trainer.callbacks if isinstance(cb, FeatureAlignment))
+    first, last_seen = alignment.history[0], alignment.history[-1]
+    assert last_seen["align/class_mean_cos"] >= 5 * first["align/class_mean_cos"]
+    assert last_seen["align/class_mean_sign_agreement"] >= 0.7
+    assert sorted(alignment.images) == [0, 13, 125, last]

@@ -3,8 +3,8 @@ import torch
 from pytorch_lightning.loggers import TensorBoardLogger
 
 from featlearn.callbacks import FeatureAlignment
-from featlearn.callbacks.alignment import centre_coverage, dictionary_snr, feature_alignment
-from featlearn.datamodules import BooleanXOR, GaussianMixture, SparseCoding
+from featlearn.callbacks.alignment import centre_coverage, class_mean_alignment, dictionary_snr, feature_alignment
+from featlearn.datamodules import BooleanXOR, GaussianMixture, ImageDataModule, SparseCoding
 from featlearn.models import TwoLayerNet
 
 from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
@@ -144,3 +144,35 @@ def test_a_learner_without_neurons_gets_no_alignment_and_compare_agrees(fit):
 def test_mds_steps_refuse_non_steps():
     with pytest.raises(ValueError, match="FeatureAlignment.mds_steps"):
         FeatureAlignment(mds_steps=[0, True])
+
+
+def test_class_mean_alignment_by_hand():
+    w = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], dtype=torch.float64)  # (p=3, d=2)
+    means = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)  # class -1 along e1, +1 along e2
+    out = class_mean_alignment(w, means, torch.tensor([-1.0, 1.0]), torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+    assert float(out["class_mean_cos"]) == pytest.approx((1 + 1 + 2**-0.5) / 3)
+    # Neuron 3 is equally near both means; argmax picks the first (y = -1) and its a > 0 disagrees.
+    assert float(out["class_mean_sign_agreement"]) == pytest.approx(2 / 3)
+    assert "class_mean_sign_agreement" not in class_mean_alignment(w, means, torch.tensor([-1.0, 1.0]), None)
+
+
+def test_real_images_get_class_mean_metrics_and_pictures_coloured_by_output_sign(fit, tmp_path):
+    dm = ImageDataModule(source="digits", classes=[0, 1], batch_size=32, ensemble_size=2, unit_second_moment=True)
+    model = TwoLayerNet(
+        dm.input_dim,
+        **grouped(10, lr=0.2, bias=True, output_scale="standard", mean_field_gradient=False, ensemble_size=2, seed=0),
+    )
+    cb = FeatureAlignment(cadence=5, dense_until=0, mds_steps=[0, -1])
+    fit(model, dm, 5, callbacks=[cb], logger=TensorBoardLogger(tmp_path, name="real"))
+    truth = dm.ground_truth()
+    expected = torch.stack(
+        [
+            class_mean_alignment(ws.double(), truth["class_means"].double(), truth["class_mean_labels"], a.double())[
+                "class_mean_sign_agreement"
+            ]
+            for ws, a in zip(model.net.w.detach(), model.net.a.detach(), strict=True)
+        ]
+    ).mean()
+    assert cb.history[-1]["align/class_mean_sign_agreement"] == pytest.approx(float(expected))
+    assert torch.equal(cb.output_signs[5], torch.sign(model.net.a[0].detach()).double())
+    assert sorted(cb.images) == [0, 5] and (tmp_path / "real" / "version_0" / "mds_step5.png").is_file()
