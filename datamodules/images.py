@@ -33,7 +33,7 @@ class ImageDataModule(DataModel):
        (C, H, W) for convolutional learners (batches (S, B, C, H, W)).
 
     **Splits.** The training part of the source, restricted to the two classes, is
-    shuffled once (seeded by ``seed``); the first ``val_size`` rows are the validation
+    shuffled once (seeded by ``split_seed``); the first ``val_size`` rows are the validation
     set and the next ``train_size`` (default: all the rest) the training set. The test set
     is the source's test part (its first ``test_size`` rows after the same shuffle, or
     all of them). Sources without a test part (``mnist_5k``, ``digits``) set aside
@@ -41,8 +41,9 @@ class ImageDataModule(DataModel):
 
     **Ensembles.** Every member trains on the same set (the data are the data); member s
     draws its own minibatch sequence from stream ``seed + s``, so the members differ in
-    their initialisation and minibatch order only. The set is stored once on the training
-    device and shared, not copied, by the members.
+    their initialisation and minibatch order only, and member s sees exactly the batches
+    of a single run with ``seed + s`` (the split depends on ``split_seed`` alone). The
+    set is stored once on the training device and shared, not copied, by the members.
 
     Args:
         source: ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn`` (files under ``root``),
@@ -59,6 +60,7 @@ class ImageDataModule(DataModel):
         standardize: ``none``, ``global`` or ``per_feature`` (see above).
         unit_second_moment: Rescale so that E||x||^2 = 1 on the training rows.
         flatten: Inputs as vectors (two-layer networks) or as (C, H, W) images.
+        split_seed: Seed of the shuffle that makes the splits (``seed`` drives the minibatches).
         **kwargs: :class:`DataModel`'s (``batch_size``, ``seed``, ``eval_batch_size``,
             ``ensemble_size``, ``updates_per_batch``).
     """
@@ -73,6 +75,7 @@ class ImageDataModule(DataModel):
         "standardize",
         "unit_second_moment",
         "flatten",
+        "split_seed",
     )
 
     def __init__(
@@ -88,6 +91,7 @@ class ImageDataModule(DataModel):
         standardize: str = "none",
         unit_second_moment: bool = False,
         flatten: bool = True,
+        split_seed: int = 0,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -119,6 +123,7 @@ class ImageDataModule(DataModel):
         self.unit_second_moment = check_bool("data.unit_second_moment", unit_second_moment)
         self.flatten = check_bool("data.flatten", flatten)
         self.download = check_bool("data.download", download)
+        self.split_seed = check_int("data.split_seed", split_seed, 0)
         if root is None and source == "fashion_mnist":
             root = DEBIAN_FASHION_MNIST
         if info.needs_root and root is None:
@@ -193,7 +198,7 @@ class ImageDataModule(DataModel):
 
     def _preprocess(self, splits) -> dict[str, tuple[Tensor, Tensor]]:
         """Class subset, splits, scaling and standardisation (statistics of the training rows)."""
-        gen = torch.Generator().manual_seed(derive_seed(self.seed, TRAIN_SET))
+        gen = torch.Generator().manual_seed(derive_seed(self.split_seed, TRAIN_SET))
 
         def subset(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
             keep = (labels == self.classes[0]) | (labels == self.classes[1])

@@ -5,9 +5,19 @@ from featlearn._guard import require_featlearn_namespace
 require_featlearn_namespace(__name__, "models")
 
 from featlearn.models.base import ScheduledSGDModule  # noqa: E402
+from featlearn.models.classifier import ModuleClassifier  # noqa: E402
 from featlearn.models.linearized import LinearizedTwoLayerNet  # noqa: E402
 from featlearn.models.networks import TwoLayerNetwork  # noqa: E402
 from featlearn.models.probe import SteppedFeatureProbe  # noqa: E402
+from featlearn.models.resnet import ScaledResNet18  # noqa: E402
 from featlearn.models.two_layer import TwoLayerNet  # noqa: E402
 
-__all__ = ["LinearizedTwoLayerNet", "ScheduledSGDModule", "SteppedFeatureProbe", "TwoLayerNet", "TwoLayerNetwork"]
+__all__ = [
+    "LinearizedTwoLayerNet",
+    "ModuleClassifier",
+    "ScaledResNet18",
+    "ScheduledSGDModule",
+    "SteppedFeatureProbe",
+    "TwoLayerNet",
+    "TwoLayerNetwork",
+]

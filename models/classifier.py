@@ -1,0 +1,104 @@
+"""A learner for any ``nn.Module`` binary classifier, trained by scheduled SGD."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import Tensor, nn
+
+from featlearn.batches import SetRows
+from featlearn.models.base import ScheduledSGDModule
+from featlearn.schedules import ScheduleSpec, as_schedule
+from featlearn.seeding import INIT, derive_seed
+from featlearn.validation import check_int
+
+
+class ModuleClassifier(ScheduledSGDModule):
+    r"""Trains S copies of a network ``g: x -> R`` by scheduled SGD on a margin loss.
+
+    Member s minimises :math:`\frac1B \sum_i \ell(y_i\, g_s(x_i)) + \lambda(t) \lVert \theta_s
+    \rVert^2` with the step :math:`\theta_s \leftarrow \theta_s - \eta(t)\, b_s`, b the
+    heavy-ball buffer of ``momentum`` (see :class:`ScheduledSGDModule`), every
+    hyperparameter a per-step schedule. The network is any ``nn.Module`` with one output
+    unit, e.g. :class:`~featlearn.models.resnet.ScaledResNet18` (Shi et al.'s ResNet(m) of
+    E.4.1) on images (S, B, C, H, W). Member s is the given network re-initialised from
+    the stream ``(seed + s, INIT)`` (every submodule's ``reset_parameters``), so members
+    differ in initialisation and, through the data model, minibatch order.
+
+    Batch norm and other train-time behaviour: updates run in training mode; every
+    evaluation (:meth:`scores`, used by diagnostics and the test set) in evaluation mode,
+    so diagnostics during training never move the running statistics.
+
+    Args:
+        network: The network of one member: input one sample's shape, one output unit.
+        lr: *schedule*, the learning rate eta(t).
+        weight_decay: *schedule*, lambda(t) (L2 on every parameter, written in the loss).
+        momentum: *schedule*, SGD momentum mu(t) in [0, 1).
+        loss: ``logistic`` or ``hinge``.
+        ensemble_size: S independent copies trained together.
+        seed: Initialisation seed; default: the global seed.
+        max_members_logged: Per-member curves are logged when S is at most this.
+    """
+
+    def __init__(
+        self,
+        network: nn.Module,
+        lr: ScheduleSpec,
+        weight_decay: ScheduleSpec = 0.0,
+        momentum: ScheduleSpec = 0.0,
+        loss: str = "logistic",
+        ensemble_size: int = 1,
+        seed: int | None = None,
+        max_members_logged: int = 8,
+    ) -> None:
+        super().__init__(
+            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
+        )
+        if not isinstance(network, nn.Module):
+            raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
+        self.save_hyperparameters(ignore=["network"])
+        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
+        members = []
+        for s in range(ensemble_size):
+            member = copy.deepcopy(network)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(derive_seed(self.seed + s, INIT))
+                # Children first, the network itself last: its own scheme (if any) has the last word.
+                for module in reversed(list(member.modules())):
+                    if callable(getattr(module, "reset_parameters", None)):
+                        module.reset_parameters()
+            members.append(member)
+        self.net = nn.ModuleList(members)
+        params = [p for p in self.net.parameters() if p.requires_grad]
+        self._set_groups(
+            {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
+        )
+
+    def _outputs(self, x: Tensor) -> Tensor:
+        """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
+        self._check_members(x)
+        scores = [member(x[s]) for s, member in enumerate(self.net)]  # each (B, 1)
+        for out in scores:
+            if out.dim() != 2 or out.shape[1] != 1:
+                raise ValueError(
+                    f"model.network must give one output unit per sample, (B, 1); it gave {tuple(out.shape)}. "
+                    f"Set its num_outputs to 1 for a binary task."
+                )
+        return torch.stack([out[:, 0] for out in scores])  # (S, B)
+
+    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
+        return self._outputs(x)
+
+    def scores(self, x: Tensor) -> Tensor:
+        """G (S, B) in evaluation mode (batch norm on its running statistics)."""
+        was_training = self.net.training
+        self.net.eval()
+        try:
+            return self._outputs(x)
+        finally:
+            self.net.train(was_training)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """G (S, B) for x (S, B, ...)."""
+        return self.scores(x)
