@@ -2,7 +2,6 @@ r"""Feature-alignment diagnostics (Shi, Wei, Liang 2022): do the neurons find th
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -11,14 +10,8 @@ from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.callbacks.pictures import cosines, figure_image, mds_embedding
 from featlearn.validation import check_int, check_number, is_int
-
-
-def cosines(w: Tensor, directions: Tensor) -> Tensor:
-    """cos(w_i, g_c) for neurons w (p, d) and directions g (C, d): (p, C)."""
-    w_unit = w / w.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    g_unit = directions / directions.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    return w_unit @ g_unit.T
 
 
 def feature_alignment(w: Tensor, feature: Tensor, top: int, threshold: float) -> dict[str, Tensor]:
@@ -272,7 +265,6 @@ class FeatureAlignment(DiagnosticCallback):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import numpy as np
-        from sklearn.manifold import MDS
 
         if "feature" in truth:
             stars = torch.stack([truth["feature"], -truth["feature"]])
@@ -287,15 +279,7 @@ class FeatureAlignment(DiagnosticCallback):
             star_colours = ["red" if lab > 0 else "blue" for lab in truth["class_mean_labels"].tolist()]
             legend = {"red": "class mean, y=+1", "blue": "class mean, y=-1"}
         points = torch.cat([w, stars])  # (p + C, d)
-        distances = (1.0 - cosines(points, points)).clamp_min(0.0)
-        distances = 0.5 * (distances + distances.T)
-        distances.fill_diagonal_(0.0)
-        options = dict(n_components=2, n_init=1, max_iter=300, random_state=0)
-        if "metric_mds" in inspect.signature(MDS).parameters:  # scikit-learn >= 1.8
-            mds = MDS(metric="precomputed", init="random", **options)
-        else:
-            mds = MDS(dissimilarity="precomputed", **options)
-        xy = mds.fit_transform(distances.numpy())  # (p + C, 2)
+        xy = mds_embedding(points)  # (p + C, 2)
         p = w.shape[0]
         colours = np.array(["lightgray"] * p, dtype=object)
         if highlight is not None and "feature" in truth:
@@ -320,9 +304,7 @@ class FeatureAlignment(DiagnosticCallback):
         axis.set_xticks([])
         axis.set_yticks([])
         figure.tight_layout()
-        figure.canvas.draw()
-        rgba = np.asarray(figure.canvas.buffer_rgba())  # (H, W, 4)
-        image = torch.from_numpy(rgba[..., :3].copy()).permute(2, 0, 1)  # (3, H, W)
+        image = figure_image(figure)  # (3, H, W)
         if not torch.isfinite(torch.as_tensor(xy)).all():
             rank_zero_warn(f"FeatureAlignment: the MDS embedding at step {step} has non-finite points.")
         return image, figure

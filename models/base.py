@@ -109,6 +109,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """The second-layer weights a (S, p) on :meth:`first_layer_features`'s neurons; None if none."""
         return None
 
+    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
+        """Convolutional filters of one member by layer name, one row per filter: name -> (filters, fan_in).
+
+        With ``gradients``, the filters' current gradients instead (rows of zeros where there
+        is none yet). None where the network has no convolutions (the default).
+        """
+        return None
+
     def gradient_scale(self) -> float:
         """The factor c multiplying each gradient step (1 by default)."""
         return 1.0

@@ -87,6 +87,18 @@ class ModuleClassifier(ScheduledSGDModule):
                 )
         return torch.stack([out[:, 0] for out in scores])  # (S, B)
 
+    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
+        """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
+        banks = {}
+        for name, module in self.net[member].named_modules():
+            if isinstance(module, nn.Conv2d):
+                weight = module.weight
+                value = weight.grad if gradients else weight
+                if value is None:
+                    value = torch.zeros_like(weight)
+                banks[name] = value.detach().flatten(1)
+        return banks or None
+
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
         return self._outputs(x)
 

@@ -1,0 +1,210 @@
+r"""Convolutional filters as neurons (Shi et al. 2022, E.4.1): MDS pictures, clusters, early gradients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+
+from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.callbacks.pictures import cosines, figure_image, mds_embedding
+from featlearn.validation import check_int, is_int
+
+
+def cluster_filters(filters: Tensor, max_clusters: int = 6, seed: int = 0) -> tuple[int, Tensor]:
+    """K-means of the unit filters (n, fan_in), k in 2..max_clusters chosen by the best silhouette.
+
+    Returns:
+        ``(k, labels (n,))``; ``(1, zeros)`` when there are fewer than 3 distinct filters.
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    unit = filters / filters.norm(dim=1, keepdim=True).clamp_min(1e-30)
+    points = unit.double().numpy()
+    best = (1, torch.zeros(len(points), dtype=torch.long), -1.0)
+    for k in range(2, min(max_clusters, len(points) - 1) + 1):
+        labels = KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(points)
+        if len(set(labels.tolist())) < 2:
+            continue
+        score = silhouette_score(points, labels, metric="cosine")
+        if score > best[2]:
+            best = (k, torch.from_numpy(labels).long(), score)
+    return best[0], best[1]
+
+
+def early_gradient_cosines(gradients: Tensor, chunks: int) -> dict[str, float]:
+    r"""Table 7: how steady a neuron's early gradients are.
+
+    The gradients g_1..g_T (T, fan_in) of one filter over the first T steps are split in
+    ``chunks`` consecutive chunks of T / chunks steps; v_c is the mean of chunk c and
+    :math:`\bar v = \frac{1}{C}\sum_c v_c`. Returns cos(v_c, v̄) for every c (``cos_v{c}_vbar``)
+    and cos(v_c, v_c') for every pair (``cos_v{c}_v{c'}``). Values near 1 say the early
+    steps keep pushing the neuron one way (the paper finds 0.65 to 0.97).
+    """
+    means = torch.stack([chunk.mean(0) for chunk in gradients.double().chunk(chunks)])  # (C, fan_in)
+    vbar = means.mean(0, keepdim=True)
+    out = {f"cos_v{c + 1}_vbar": float(v) for c, v in enumerate(cosines(means, vbar).squeeze(-1))}
+    pairwise = cosines(means, means)
+    for i in range(chunks):
+        for j in range(i + 1, chunks):
+            out[f"cos_v{i + 1}_v{j + 1}"] = float(pairwise[i, j])
+    return out
+
+
+class FilterDynamics(DiagnosticCallback):
+    r"""The filters of a convolutional network as neurons: pictures, cluster counts, early gradients.
+
+    Reads the learner's ``filter_banks()`` (every convolution of ensemble member 0, one
+    row per filter; :class:`~featlearn.models.ModuleClassifier`).
+
+    * **Pictures** (Figures 20-21): at ``mds_steps`` (-1: the last step) the normalised
+      filters of each layer in ``layers`` are embedded in 2-D by metric MDS on cosine
+      distances, coloured by their k-means cluster at the last step (k chosen by the
+      silhouette, :func:`cluster_filters`), drawn at the end of ``fit`` to TensorBoard
+      (``filters/<layer>``) and as ``filters_<layer>_step<t>.png`` in the run folder.
+    * **Cluster count** ``filters/<layer>/clusters``: the silhouette-chosen k, logged at
+      the picture steps: a scalar for how many groups the filters have formed.
+    * **Table 7** for ``table_layer``: the gradients of every filter over the first
+      ``gradient_steps`` updates are kept (captured just before each optimizer step);
+      at the end, the filter closest to the mean of the largest final cluster is chosen
+      and :func:`early_gradient_cosines` of its gradients in ``chunks`` chunks is written
+      to TensorBoard's text tab (``filters/early_gradients``) and kept in :attr:`table`.
+
+    Args:
+        layers: Layer names to picture (as ``filter_banks()`` names them); default: the
+            first convolution and each stage's first convolution.
+        table_layer: The layer of Table 7 (default: the first convolution).
+        mds_steps: Steps to picture (-1: the last step).
+        gradient_steps: T, the early steps whose gradients Table 7 uses.
+        chunks: Chunks of the T steps (the paper: 3 of 10).
+        max_clusters: The largest k the cluster count tries.
+    """
+
+    def __init__(
+        self,
+        layers: list[str] | None = None,
+        table_layer: str | None = None,
+        mds_steps: list[int] | None = None,
+        gradient_steps: int = 30,
+        chunks: int = 3,
+        max_clusters: int = 6,
+    ) -> None:
+        super().__init__()
+        check_int("FilterDynamics.gradient_steps", gradient_steps, 1)
+        check_int("FilterDynamics.chunks", chunks, 1)
+        if chunks > gradient_steps:
+            raise ValueError(f"FilterDynamics.chunks = {chunks} exceeds gradient_steps = {gradient_steps}: lower it.")
+        check_int("FilterDynamics.max_clusters", max_clusters, 2)
+        self.mds_steps = [0, -1] if mds_steps is None else list(mds_steps)
+        if any(not is_int(s) or s < -1 for s in self.mds_steps):
+            raise ValueError(f"FilterDynamics.mds_steps must be steps >= 0 (or -1: the last), got {self.mds_steps}.")
+        self.layers, self.table_layer = layers, table_layer
+        self.gradient_steps, self.chunks, self.max_clusters = gradient_steps, chunks, max_clusters
+        self.snapshots: dict[int, dict[str, Tensor]] = {}  # step -> layer -> filters (n, fan_in), CPU
+        self.gradients: list[Tensor] = []  # per early step: the table layer's gradients (n, fan_in), CPU
+        self.images: dict[tuple[str, int], Tensor] = {}
+        self.table: dict[str, float] = {}
+        self._last_step: int | None = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        super().on_fit_start(trainer, pl_module)
+        banks = pl_module.filter_banks()
+        if not banks:
+            raise ValueError(
+                f"FilterDynamics needs a learner with convolutional filters (filter_banks(), e.g. "
+                f"ModuleClassifier with ScaledResNet18); {type(pl_module).__name__} has none. Remove the callback."
+            )
+        names = list(banks)
+        if self.layers is None:  # the stem and each stage's first convolution
+            self.layers = [names[0]] + [n for n in names if n.endswith(".0.conv1")]
+        if self.table_layer is None:
+            self.table_layer = names[0]
+        for name in [*self.layers, self.table_layer]:
+            if name not in banks:
+                raise ValueError(f"FilterDynamics: no convolution named {name!r}; the network has {names}.")
+        self._last_step = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
+        self.gradients.clear()
+
+    def _wants_snapshot(self, step: int) -> bool:
+        return step in self.mds_steps or (-1 in self.mds_steps and step == self._last_step)
+
+    def is_due(self, step: int) -> bool:
+        """The picture steps only (clustering every layer is too dear for a dense cadence)."""
+        return self._wants_snapshot(step)
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        """Keep the table layer's gradients of the first ``gradient_steps`` updates."""
+        if len(self.gradients) < self.gradient_steps and trainer.global_step < self.gradient_steps:
+            grads = pl_module.filter_banks(gradients=True)[self.table_layer]
+            self.gradients.append(grads.to("cpu", torch.float64).clone())
+
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:  # noqa: D102
+        banks = pl_module.filter_banks()
+        out = {}
+        for name in self.layers:
+            filters = banks[name].to("cpu", torch.float64)
+            if self._wants_snapshot(step):
+                self.snapshots.setdefault(step, {})[name] = filters.clone()
+            out[f"filters/{name}/clusters"] = float(cluster_filters(filters, self.max_clusters)[0])
+        return out
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        if not trainer.is_global_zero:
+            return
+        final = pl_module.filter_banks()
+        self._early_gradient_table(trainer, final[self.table_layer].to("cpu", torch.float64))
+        folder = Path(trainer.log_dir) if trainer.log_dir and trainer.loggers else None
+        for name in self.layers:
+            _, labels = cluster_filters(final[name].to("cpu", torch.float64), self.max_clusters)
+            for step in sorted(self.snapshots):
+                if name in self.snapshots[step]:
+                    self._picture(trainer, folder, name, step, self.snapshots[step][name], labels)
+
+    def _early_gradient_table(self, trainer: pl.Trainer, filters: Tensor) -> None:
+        if len(self.gradients) < self.chunks:
+            return
+        _, labels = cluster_filters(filters, self.max_clusters)
+        largest = int(torch.bincount(labels).argmax())
+        members = (labels == largest).nonzero().squeeze(-1)
+        unit = filters / filters.norm(dim=1, keepdim=True).clamp_min(1e-30)
+        centre = unit[members].mean(0, keepdim=True)
+        chosen = int(members[cosines(unit[members], centre).squeeze(-1).argmax()])
+        grads = torch.stack([g[chosen] for g in self.gradients])  # (T, fan_in)
+        self.table = {
+            "filter": float(chosen),
+            "steps": float(len(self.gradients)),
+            **early_gradient_cosines(grads, self.chunks),
+        }
+        rows = "\n".join(f"| {k} | {v:.4f} |" for k, v in self.table.items())
+        text = f"Early gradients of filter {chosen} of `{self.table_layer}` (Table 7)\n\n| | |\n|---|---|\n{rows}"
+        for logger in trainer.loggers:
+            experiment = getattr(logger, "experiment", None)
+            if hasattr(experiment, "add_text"):
+                experiment.add_text("filters/early_gradients", text, global_step=trainer.global_step)
+
+    def _picture(self, trainer, folder, name: str, step: int, filters: Tensor, labels: Tensor) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        xy = mds_embedding(filters)
+        figure, axis = plt.subplots(figsize=(5, 5))
+        axis.scatter(xy[:, 0], xy[:, 1], s=10, c=labels.numpy(), cmap="tab10", vmin=0, vmax=9, linewidths=0)
+        axis.set_title(f"{name}: filters (MDS of cosine distances), step {step}", fontsize=9)
+        axis.set_xticks([])
+        axis.set_yticks([])
+        figure.tight_layout()
+        image = figure_image(figure)
+        self.images[name, step] = image
+        for logger in trainer.loggers:
+            experiment = getattr(logger, "experiment", None)
+            if hasattr(experiment, "add_image"):
+                experiment.add_image(f"filters/{name}", image, global_step=step)
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            figure.savefig(folder / f"filters_{name}_step{step}.png", dpi=100)
+        plt.close(figure)

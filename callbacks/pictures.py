@@ -1,0 +1,38 @@
+"""Pictures the diagnostics draw: 2-D MDS maps of unit directions, rendered for TensorBoard."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def cosines(w: Tensor, directions: Tensor) -> Tensor:
+    """cos(w_i, g_c) for rows w (p, d) and directions g (C, d): (p, C)."""
+    w_unit = w / w.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    g_unit = directions / directions.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    return w_unit @ g_unit.T
+
+
+def mds_embedding(points: Tensor) -> np.ndarray:
+    """2-D metric MDS (scikit-learn) of rows (n, d) on their cosine distances 1 - cos: (n, 2)."""
+    from sklearn.manifold import MDS
+
+    distances = (1.0 - cosines(points, points)).clamp_min(0.0)
+    distances = 0.5 * (distances + distances.T)
+    distances.fill_diagonal_(0.0)
+    options = dict(n_components=2, n_init=1, max_iter=300, random_state=0)
+    if "metric_mds" in inspect.signature(MDS).parameters:  # scikit-learn >= 1.8
+        mds = MDS(metric="precomputed", init="random", **options)
+    else:
+        mds = MDS(dissimilarity="precomputed", **options)
+    return mds.fit_transform(distances.numpy())
+
+
+def figure_image(figure) -> Tensor:
+    """A drawn matplotlib figure as a (3, H, W) uint8 tensor (TensorBoard's add_image layout)."""
+    figure.canvas.draw()
+    rgba = np.asarray(figure.canvas.buffer_rgba())  # (H, W, 4)
+    return torch.from_numpy(rgba[..., :3].copy()).permute(2, 0, 1)
