@@ -252,3 +252,56 @@ def _sklearn_digits() -> ImageSplits:
     digits = load_digits()
     images = torch.from_numpy(np.rint(digits.images * (255 / 16)).astype(np.uint8)).unsqueeze(1)  # (1797, 1, 8, 8)
     return ImageSplits(images, torch.from_numpy(digits.target.astype(np.int64)), None, None)
+
+
+#: scikit-image's bundled colour photographs (``skimage.data`` names) used as natural images.
+SKIMAGE_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry")
+
+
+def natural_photographs() -> list[Tensor]:
+    """The natural photographs installed packages ship, as uint8 (3, H, W) tensors.
+
+    scikit-learn's two sample images (``china.jpg``, ``flower.jpg``, 427 x 640) and, when
+    scikit-image is installed, its colour photographs (:data:`SKIMAGE_PHOTOGRAPHS`). A
+    source of natural-image patches without a download (Shi et al.'s injected inputs of
+    E.5 use Tiny ImageNet; these stand in for it offline).
+
+    Raises:
+        FileNotFoundError: scikit-learn is not installed.
+    """
+    try:
+        from sklearn.datasets import load_sample_images
+    except ModuleNotFoundError as error:
+        raise FileNotFoundError(
+            "natural photographs: scikit-learn is not installed (pip install scikit-learn)."
+        ) from error
+    images = [torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1) for img in load_sample_images().images]
+    try:
+        from skimage import data as skimage_data
+    except ModuleNotFoundError:
+        return images
+    for name in SKIMAGE_PHOTOGRAPHS:
+        img = getattr(skimage_data, name)()
+        images.append(torch.from_numpy(np.ascontiguousarray(img[..., :3])).permute(2, 0, 1))
+    return images
+
+
+def random_patches(images: list[Tensor], n: int, size: int, generator: torch.Generator) -> Tensor:
+    """``n`` random ``size`` x ``size`` crops of the images (C, H, W): (n, C, size, size) uint8.
+
+    Each crop picks an image uniformly, then a uniformly random position inside it.
+
+    Raises:
+        ValueError: ``size`` exceeds an image's height or width.
+    """
+    smallest = min(min(img.shape[1:]) for img in images)
+    if size > smallest:
+        raise ValueError(f"patch size {size} exceeds the smallest photograph's side ({smallest}).")
+    which = torch.randint(len(images), (n,), generator=generator)
+    patches = []
+    for i in which.tolist():
+        img = images[i]
+        top = int(torch.randint(img.shape[1] - size + 1, (), generator=generator))
+        left = int(torch.randint(img.shape[2] - size + 1, (), generator=generator))
+        patches.append(img[:, top : top + size, left : left + size])
+    return torch.stack(patches)

@@ -78,7 +78,16 @@ class ModuleClassifier(ScheduledSGDModule):
     def _outputs(self, x: Tensor) -> Tensor:
         """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
         self._check_members(x)
-        scores = [member(x[s]) for s, member in enumerate(self.net)]  # each (B, 1)
+        try:
+            scores = [member(x[s]) for s, member in enumerate(self.net)]  # each (B, 1)
+        except RuntimeError as error:
+            if "channels" not in str(error) and "shape" not in str(error) and "size" not in str(error):
+                raise
+            raise ValueError(
+                f"model.network cannot take the data model's inputs of shape {tuple(x.shape[2:])} per sample "
+                f"({error}): set the network's input size to match (e.g. ScaledResNet18's in_channels: "
+                f"{x.shape[2] if x.dim() == 5 else '?'}), or flatten the images for a fully connected network."
+            ) from error
         for out in scores:
             if out.dim() != 2 or out.shape[1] != 1:
                 raise ValueError(

@@ -181,3 +181,39 @@ def test_unflattened_images_are_refused_by_the_two_layer_network(fit):
     model = TwoLayerNet(data.input_dim, **grouped(4, lr=0.1))
     with pytest.raises(ValueError, match="data.flatten: true"):
         fit(model, data, 1)
+
+
+def test_natural_photographs_and_their_random_patches():
+    from featlearn.datamodules.sources import natural_photographs, random_patches
+
+    photos = natural_photographs()
+    assert len(photos) >= 2 and all(p.dtype == torch.uint8 and p.shape[0] == 3 for p in photos)
+    patches = random_patches(photos, 50, 32, torch.Generator().manual_seed(0))
+    assert patches.shape == (50, 3, 32, 32) and patches.float().std() > 10  # photographs, not blank
+    assert torch.equal(patches, random_patches(photos, 50, 32, torch.Generator().manual_seed(0)))
+    with pytest.raises(ValueError, match="patch size"):
+        random_patches(photos, 1, 10**4, torch.Generator())
+
+
+def test_a_run_on_images_resumes_exactly(fit, tmp_path):
+    from featlearn.callbacks import StepCheckpoint
+
+    def make():
+        data = ImageDataModule(source="digits", classes=[2, 7], batch_size=16, ensemble_size=2, seed=4)
+        return TwoLayerNet(64, **grouped(6, lr=0.1, momentum=0.9, ensemble_size=2, seed=1)), data
+
+    full, data = make()
+    fit(full, data, 6)
+    first, data = make()
+    fit(first, data, 3, enable_checkpointing=True, callbacks=[StepCheckpoint(dirpath=tmp_path, every_n_train_steps=3)])
+    resumed, data = make()
+    fit(resumed, data, 6, ckpt_path=str(tmp_path / "epoch=0-step=3.ckpt"))
+    assert torch.equal(resumed.net.w, full.net.w) and torch.equal(resumed.net.a, full.net.a)
+    other, _ = make()
+    with pytest.raises(ValueError, match="data.classes"):  # another subset is refused on resume
+        fit(
+            other,
+            ImageDataModule(source="digits", classes=[2, 8], batch_size=16, ensemble_size=2, seed=4),
+            6,
+            ckpt_path=str(tmp_path / "epoch=0-step=3.ckpt"),
+        )

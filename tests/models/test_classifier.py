@@ -73,3 +73,9 @@ def test_networks_with_several_outputs_are_refused_for_binary_tasks():
         model.scores(_digits().eval_set("test")[0])
     with pytest.raises(ValueError, match="model.network must be an nn.Module"):
         ModuleClassifier("resnet", lr=0.1)
+
+
+def test_a_network_built_for_other_images_is_refused_with_the_fix():
+    model = ModuleClassifier(ScaledResNet18(2, in_channels=3), lr=0.1)
+    with pytest.raises(ValueError, match="in_channels: 1"):
+        model.scores(_digits().eval_set("test")[0])
