@@ -61,7 +61,7 @@ class FilterDynamics(DiagnosticCallback):
     row per filter; :class:`~featlearn.models.ModuleClassifier`).
 
     * **Pictures** (Figures 20-21): at ``mds_steps`` (-1: the last step) the normalised
-      filters of each layer in ``layers`` are embedded in 2-D by metric MDS on cosine
+      filters of each layer in ``layers`` (default: every residual block) are embedded in 2-D by metric MDS on cosine
       distances, coloured by their k-means cluster at the last step (k chosen by the
       silhouette, :func:`cluster_filters`), drawn at the end of ``fit`` to TensorBoard
       (``filters/<layer>``) and as ``filters_<layer>_step<t>.png`` in the run folder.
@@ -75,7 +75,8 @@ class FilterDynamics(DiagnosticCallback):
 
     Args:
         layers: Layer names to picture (as ``filter_banks()`` names them); default: the
-            first convolution and each stage's first convolution.
+            first convolution and the first convolution of every residual block
+            (``...conv1``: 8 in ResNet(m)).
         table_layer: The layer of Table 7 (default: the first convolution).
         mds_steps: Steps to picture (-1: the last step).
         gradient_steps: T, the early steps whose gradients Table 7 uses.
@@ -118,8 +119,8 @@ class FilterDynamics(DiagnosticCallback):
                 f"ModuleClassifier with ScaledResNet18); {type(pl_module).__name__} has none. Remove the callback."
             )
         names = list(banks)
-        if self.layers is None:  # the stem and each stage's first convolution
-            self.layers = [names[0]] + [n for n in names if n.endswith(".0.conv1")]
+        if self.layers is None:  # the first convolution and each residual block's first one
+            self.layers = [names[0]] + [n for n in names if n.endswith(".conv1")]
         if self.table_layer is None:
             self.table_layer = names[0]
         for name in [*self.layers, self.table_layer]:

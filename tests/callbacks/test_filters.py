@@ -27,28 +27,18 @@ def test_clusters_of_directions_are_counted_by_the_silhouette():
     assert k == 3 and all(len(set(labels[i * 10 : (i + 1) * 10].tolist())) == 1 for i in range(3))
 
 
-def _run(tmp_path, callback, steps=6):
+def _run(fit, tmp_path, callback, steps=6):
     data = ImageDataModule(source="digits", classes=[0, 1], flatten=False, standardize="global", batch_size=16)
     model = ModuleClassifier(ScaledResNet18(3, in_channels=1), lr=0.05, seed=2)
-    import pytorch_lightning as pl
-
-    trainer = pl.Trainer(
-        max_steps=steps,
-        logger=TensorBoardLogger(tmp_path, name="filters"),
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-        callbacks=[callback],
-    )
-    trainer.fit(model, data)
+    fit(model, data, steps, logger=TensorBoardLogger(tmp_path, name="filters"), callbacks=[callback])
     return model, data
 
 
-def test_filters_are_pictured_counted_and_their_early_gradients_tabled(tmp_path):
+def test_filters_are_pictured_counted_and_their_early_gradients_tabled(fit, tmp_path):
     callback = FilterDynamics(mds_steps=[0, -1], gradient_steps=6, chunks=3)
-    model, data = _run(tmp_path, callback)
-    assert callback.layers == ["stem.0", "stages.0.0.conv1", "stages.1.0.conv1", "stages.2.0.conv1", "stages.3.0.conv1"]
+    model, data = _run(fit, tmp_path, callback)
+    blocks = [f"stages.{stage}.{block}.conv1" for stage in range(4) for block in range(2)]
+    assert callback.layers == ["stem.0", *blocks]  # the stem and every residual block
     assert sorted(callback.images) == sorted((name, s) for name in callback.layers for s in (0, 6))
     assert (tmp_path / "filters" / "version_0" / "filters_stem.0_step6.png").is_file()
     assert len(callback.gradients) == 6 and callback.gradients[0].shape == (3, 9)
@@ -57,9 +47,9 @@ def test_filters_are_pictured_counted_and_their_early_gradients_tabled(tmp_path)
     assert {h["step"] for h in callback.history} == {0, 6} and "filters/stem.0/clusters" in callback.history[-1]
 
 
-def test_the_captured_gradient_is_the_updates_gradient(tmp_path):
+def test_the_captured_gradient_is_the_updates_gradient(fit, tmp_path):
     callback = FilterDynamics(mds_steps=[], gradient_steps=1, chunks=1)
-    _run(tmp_path, callback, steps=1)
+    _run(fit, tmp_path, callback, steps=1)
     fresh = ModuleClassifier(ScaledResNet18(3, in_channels=1), lr=0.05, seed=2)  # the same initial weights
     data = ImageDataModule(source="digits", classes=[0, 1], flatten=False, standardize="global", batch_size=16)
     x, y = data.train_batch(1)
@@ -73,6 +63,6 @@ def test_filter_dynamics_needs_convolutions_and_known_layers(tmp_path, fit):
     with pytest.raises(ValueError, match="needs a learner with convolutional filters"):
         fit(TwoLayerNet(64, network={"width": 4}, lr=0.1), data, 1, callbacks=[FilterDynamics()])
     with pytest.raises(ValueError, match="no convolution named 'fc'"):
-        _run(tmp_path, FilterDynamics(layers=["fc"]), steps=1)
+        _run(fit, tmp_path, FilterDynamics(layers=["fc"]), steps=1)
     with pytest.raises(ValueError, match="chunks"):
         FilterDynamics(gradient_steps=2, chunks=3)
