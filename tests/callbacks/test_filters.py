@@ -64,5 +64,11 @@ def test_filter_dynamics_needs_convolutions_and_known_layers(tmp_path, fit):
         fit(TwoLayerNet(64, network={"width": 4}, lr=0.1), data, 1, callbacks=[FilterDynamics()])
     with pytest.raises(ValueError, match="no convolution named 'fc'"):
         _run(fit, tmp_path, FilterDynamics(layers=["fc"]), steps=1)
-    with pytest.raises(ValueError, match="chunks"):
-        FilterDynamics(gradient_steps=2, chunks=3)
+    for kwargs, name in (
+        (dict(gradient_steps=2, chunks=3), "chunks"),
+        (dict(gradient_steps=0), "gradient_steps"),
+        (dict(max_clusters=1), "max_clusters"),
+        (dict(mds_steps=[-2]), "mds_steps"),
+    ):
+        with pytest.raises(ValueError, match=f"FilterDynamics.{name}"):
+            FilterDynamics(**kwargs)

@@ -156,6 +156,13 @@ def test_a_two_layer_network_trains_on_images_and_the_frozen_features_are_cached
         (dict(standardize="pca"), ValueError, "data.standardize"),
         (dict(test_fraction=1.5), ValueError, "data.test_fraction"),
         (dict(train_size=0), ValueError, "data.train_size"),
+        (dict(val_size=-1), ValueError, "data.val_size"),
+        (dict(test_size=0), ValueError, "data.test_size"),
+        (dict(unit_second_moment="yes"), ValueError, "data.unit_second_moment"),
+        (dict(flatten=1.5), ValueError, "data.flatten"),
+        (dict(download="no"), ValueError, "data.download"),
+        (dict(split_seed=-2), ValueError, "data.split_seed"),
+        (dict(classes="01"), ValueError, "data.classes"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, error, match):

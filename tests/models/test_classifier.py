@@ -19,8 +19,20 @@ def test_resnet_widths_scale_with_m():
     widths = [stage[-1].conv2.out_channels for stage in net.stages]
     assert widths == [5, 10, 20, 40] and net.first_filters().shape == (5, 9)
     assert net(torch.randn(7, 1, 8, 8)).shape == (7, 1)
-    with pytest.raises(ValueError, match="model.network.width"):
-        ScaledResNet18(0)
+    for kwargs, name in (
+        (dict(width=0), "width"),
+        (dict(in_channels=0), "in_channels"),
+        (dict(num_outputs=0), "num_outputs"),
+    ):
+        with pytest.raises(ValueError, match=f"model.network.{name}"):
+            ScaledResNet18(**kwargs)
+    for kwargs, name in (
+        (dict(lr=-0.1), "model.lr"),
+        (dict(lr=0.1, seed=-1), "model.seed"),
+        (dict(lr=0.1, momentum=1.0), "model.momentum"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            ModuleClassifier(ScaledResNet18(2), **kwargs)
 
 
 def _digits(ensemble_size=1, seed=0):
