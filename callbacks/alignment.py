@@ -2,15 +2,13 @@ r"""Feature-alignment diagnostics (Shi, Wei, Liang 2022): do the neurons find th
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.callbacks.pictures import cosines, figure_image, mds_embedding
+from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure
 from featlearn.validation import check_int, check_number, is_int
 
 
@@ -243,23 +241,12 @@ class FeatureAlignment(DiagnosticCallback):
         truth = {k: v.to("cpu", torch.float64) for k, v in trainer.datamodule.ground_truth().items()}
         highlight = self.snapshots.get(self.highlight_step)
         steps = sorted(s for s in self.snapshots if self._wants_snapshot(s))
-        folder = Path(trainer.log_dir) if trainer.log_dir else None
         for step in steps:
-            image, figure = self._draw(self.snapshots[step], truth, highlight, step, self.output_signs.get(step))
-            self.images[step] = image
-            for logger in trainer.loggers:
-                experiment = getattr(logger, "experiment", None)
-                if hasattr(experiment, "add_image"):
-                    experiment.add_image("align/mds", image, global_step=step)
-            if folder is not None and trainer.loggers:
-                folder.mkdir(parents=True, exist_ok=True)
-                figure.savefig(folder / f"mds_step{step}.png", dpi=100)
-            import matplotlib.pyplot as plt
-
-            plt.close(figure)
+            figure = self._draw(self.snapshots[step], truth, highlight, step, self.output_signs.get(step))
+            self.images[step] = publish_figure(trainer, "align/mds", figure, step, f"mds_step{step}.png")
 
     def _draw(self, w: Tensor, truth: dict[str, Tensor], highlight: Tensor | None, step: int, signs=None):
-        """MDS of neurons and ground-truth points; returns (image (3, H, W) uint8, figure)."""
+        """MDS of neurons and ground-truth points: the drawn figure."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -304,7 +291,6 @@ class FeatureAlignment(DiagnosticCallback):
         axis.set_xticks([])
         axis.set_yticks([])
         figure.tight_layout()
-        image = figure_image(figure)  # (3, H, W)
         if not torch.isfinite(torch.as_tensor(xy)).all():
             rank_zero_warn(f"FeatureAlignment: the MDS embedding at step {step} has non-finite points.")
-        return image, figure
+        return figure

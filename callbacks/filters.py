@@ -2,14 +2,12 @@ r"""Convolutional filters as neurons (Shi et al. 2022, E.4.1): MDS pictures, clu
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.callbacks.pictures import cosines, figure_image, mds_embedding
+from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure
 from featlearn.validation import check_int, is_int
 
 
@@ -155,19 +153,18 @@ class FilterDynamics(DiagnosticCallback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         if not trainer.is_global_zero:
             return
-        final = pl_module.filter_banks()
-        self._early_gradient_table(trainer, final[self.table_layer].to("cpu", torch.float64))
-        folder = Path(trainer.log_dir) if trainer.log_dir and trainer.loggers else None
+        final = {name: f.to("cpu", torch.float64) for name, f in pl_module.filter_banks().items()}
+        # The final k-means clusters colour every picture of a layer and pick Table 7's filter.
+        labels = {name: cluster_filters(final[name], self.max_clusters)[1] for name in {*self.layers, self.table_layer}}
+        self._early_gradient_table(trainer, final[self.table_layer], labels[self.table_layer])
         for name in self.layers:
-            _, labels = cluster_filters(final[name].to("cpu", torch.float64), self.max_clusters)
             for step in sorted(self.snapshots):
                 if name in self.snapshots[step]:
-                    self._picture(trainer, folder, name, step, self.snapshots[step][name], labels)
+                    self._picture(trainer, name, step, self.snapshots[step][name], labels[name])
 
-    def _early_gradient_table(self, trainer: pl.Trainer, filters: Tensor) -> None:
+    def _early_gradient_table(self, trainer: pl.Trainer, filters: Tensor, labels: Tensor) -> None:
         if len(self.gradients) < self.chunks:
             return
-        _, labels = cluster_filters(filters, self.max_clusters)
         largest = int(torch.bincount(labels).argmax())
         members = (labels == largest).nonzero().squeeze(-1)
         unit = filters / filters.norm(dim=1, keepdim=True).clamp_min(1e-30)
@@ -186,7 +183,7 @@ class FilterDynamics(DiagnosticCallback):
             if hasattr(experiment, "add_text"):
                 experiment.add_text("filters/early_gradients", text, global_step=trainer.global_step)
 
-    def _picture(self, trainer, folder, name: str, step: int, filters: Tensor, labels: Tensor) -> None:
+    def _picture(self, trainer, name: str, step: int, filters: Tensor, labels: Tensor) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -199,13 +196,5 @@ class FilterDynamics(DiagnosticCallback):
         axis.set_xticks([])
         axis.set_yticks([])
         figure.tight_layout()
-        image = figure_image(figure)
-        self.images[name, step] = image
-        for logger in trainer.loggers:
-            experiment = getattr(logger, "experiment", None)
-            if hasattr(experiment, "add_image"):
-                experiment.add_image(f"filters/{name}", image, global_step=step)
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            figure.savefig(folder / f"filters_{name}_step{step}.png", dpi=100)
-        plt.close(figure)
+        filename = f"filters_{name}_step{step}.png"
+        self.images[name, step] = publish_figure(trainer, f"filters/{name}", figure, step, filename)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,3 +37,24 @@ def figure_image(figure) -> Tensor:
     figure.canvas.draw()
     rgba = np.asarray(figure.canvas.buffer_rgba())  # (H, W, 4)
     return torch.from_numpy(rgba[..., :3].copy()).permute(2, 0, 1)
+
+
+def publish_figure(trainer, tag: str, figure, step: int, filename: str | None) -> Tensor:
+    """Send a drawn figure to every logger that takes images, save it as a PNG, close it.
+
+    The PNG goes to ``trainer.log_dir / filename`` when the run has a logger (and a
+    ``filename``). Returns the image (3, H, W) uint8.
+    """
+    import matplotlib.pyplot as plt
+
+    image = figure_image(figure)
+    for logger in trainer.loggers:
+        experiment = getattr(logger, "experiment", None)
+        if hasattr(experiment, "add_image"):
+            experiment.add_image(tag, image, global_step=step)
+    if filename is not None and trainer.loggers and trainer.log_dir:
+        folder = Path(trainer.log_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        figure.savefig(folder / filename, dpi=100)
+    plt.close(figure)
+    return image

@@ -9,7 +9,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from featlearn.batches import SetRows, TrainBatch
+from featlearn.batches import SetRows, TrainBatch, take_rows
 from featlearn.sampling import distinct_indices
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
@@ -211,23 +211,6 @@ class DataModel(pl.LightningDataModule, abc.ABC):
                     f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
                     f"stream. Set data.{key}: {state_dict[key]!r} to resume."
                 )
-
-
-def take_rows(values: Tensor, index: Tensor) -> Tensor:
-    """Rows ``index[s]`` of member s's set: values (S, n, ...), index (S, B) -> (S, B, ...).
-
-    One ``index_select`` (a third of ``torch.gather``'s time on the CPU). A set shared by
-    every member (stride 0 along S, as a real dataset is) is indexed without copying it.
-    """
-    members, n = values.shape[:2]
-    rest = values.shape[2:]
-    if members == 1 or values.stride(0) == 0:
-        base = values[0]
-        if members == 1:
-            return base.index_select(0, index[0]).unsqueeze(0)
-        return base.index_select(0, index.reshape(-1)).view(members, index.shape[1], *rest)
-    flat = (index + n * torch.arange(members, device=index.device).unsqueeze(1)).view(-1)  # (S B,) rows of (S n, ...)
-    return values.reshape(members * n, *rest).index_select(0, flat).view(members, index.shape[1], *rest)
 
 
 class SyntheticDataModule(DataModel):

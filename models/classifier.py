@@ -77,7 +77,6 @@ class ModuleClassifier(ScheduledSGDModule):
 
     def _outputs(self, x: Tensor) -> Tensor:
         """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
-        self._check_members(x)
         try:
             scores = [member(x[s]) for s, member in enumerate(self.net)]  # each (B, 1)
         except RuntimeError as error:
@@ -113,6 +112,7 @@ class ModuleClassifier(ScheduledSGDModule):
 
     def scores(self, x: Tensor) -> Tensor:
         """G (S, B) in evaluation mode (batch norm on its running statistics)."""
+        self._check_members(x)  # the training update checks its batches itself
         was_training = self.net.training
         self.net.eval()
         try:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import torch
 from torch import Tensor, nn
 
-from featlearn.batches import SetRows
+from featlearn.batches import SetRows, take_rows
 from featlearn.models.base import ScheduledSGDModule
 from featlearn.models.networks import Initialization, TwoLayerArchitecture, TwoLayerNetwork, as_dataclass
 from featlearn.schedules import ScheduleSpec, as_schedule
@@ -317,8 +317,4 @@ class _PreactivationCache:
 
     def lookup(self, index: Tensor | None) -> Tensor:
         """Rows ``index`` (S, B) of Z: (S, B, p); all of Z for None."""
-        if index is None:
-            return self.z
-        members, n, width = self.z.shape
-        flat = (index + n * torch.arange(members, device=index.device).unsqueeze(1)).view(-1)  # (S B,)
-        return self.z.view(members * n, width).index_select(0, flat).view(members, -1, width)
+        return self.z if index is None else take_rows(self.z, index)
