@@ -33,13 +33,17 @@ class TrainBatch(tuple):
 
     Attributes:
         rows: Where x came from when it is rows of a fixed set, else None.
+        unlabelled: Unlabelled inputs (S, B_u, ...) drawn for the same step, for an
+            objective with a term on them (a regulariser); None for most data models.
     """
 
     rows: SetRows | None
+    unlabelled: Tensor | None
 
-    def __new__(cls, pair, rows: SetRows | None = None) -> TrainBatch:  # noqa: D102
+    def __new__(cls, pair, rows: SetRows | None = None, unlabelled: Tensor | None = None) -> TrainBatch:  # noqa: D102
         batch = super().__new__(cls, pair)
         batch.rows = rows
+        batch.unlabelled = unlabelled
         return batch
 
 

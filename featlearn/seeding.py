@@ -23,6 +23,8 @@ NOISE = 5
 INIT = 6
 STRUCTURE = 7
 PROBE_SET = 8
+UNLABELLED_BATCH = 9
+INJECTED_SET = 10
 
 
 def _splitmix64(x: int) -> int:

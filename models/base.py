@@ -101,6 +101,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def scores(self, x: Tensor) -> Tensor:
         """The outputs f (S, B) at evaluation (no noise)."""
 
+    def extra_objective(self, batch: tuple[Tensor, Tensor], step: int) -> Tensor | None:
+        """A term the update adds to the summed member losses at ``step`` (None: nothing).
+
+        For objectives with more than a data loss and L2 decay, e.g. a regulariser on
+        unlabelled inputs the batch carries (:class:`~featlearn.models.MulticlassClassifier`).
+        """
+        return None
+
     def first_layer_features(self) -> Tensor | None:
         """The learned first-layer neurons w (S, p, d) that alignment diagnostics read; None if none."""
         return None
@@ -187,6 +195,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             rows = getattr(batch, "rows", None)
             losses = self.member_losses(self.training_output(x, step, rows), y)  # (S,)
             objective = losses.sum()
+            extra = self.extra_objective(batch, step)
+            if extra is not None:
+                objective = objective + extra
             for params, _, wd in self._groups.values():
                 lam = wd(step)
                 if lam:

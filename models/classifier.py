@@ -14,6 +14,48 @@ from featlearn.seeding import INIT, derive_seed
 from featlearn.validation import check_int
 
 
+def initialised_copies(network: nn.Module, seed: int, count: int) -> nn.ModuleList:
+    """``count`` copies of ``network``, copy s re-initialised from the stream ``(seed + s, INIT)``.
+
+    Every submodule's ``reset_parameters`` runs, children first and the network itself
+    last (its own scheme, if any, has the last word), so copy s equals the network of a
+    single run with seed ``seed + s``.
+    """
+    members = []
+    for s in range(count):
+        member = copy.deepcopy(network)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed + s, INIT))
+            for module in reversed(list(member.modules())):
+                if callable(getattr(module, "reset_parameters", None)):
+                    module.reset_parameters()
+        members.append(member)
+    return nn.ModuleList(members)
+
+
+def member_outputs(members: nn.ModuleList, x: Tensor) -> Tensor:
+    """Every member on its own inputs: x (S, B, ...) -> (S, B, outputs).
+
+    Raises:
+        ValueError: The network cannot take inputs of this shape, or gives other than (B, outputs).
+    """
+    try:
+        outs = [member(x[s]) for s, member in enumerate(members)]
+    except RuntimeError as error:
+        if "channels" not in str(error) and "shape" not in str(error) and "size" not in str(error):
+            raise
+        raise ValueError(
+            f"model.network cannot take the data model's inputs of shape {tuple(x.shape[2:])} per sample "
+            f"({error}): set the network's input size to match (e.g. ScaledResNet18's in_channels: "
+            f"{x.shape[2] if x.dim() == 5 else '?'}, QuadraticFC's in_features), or flatten the images for a "
+            f"fully connected network."
+        ) from error
+    for out in outs:
+        if out.dim() != 2:
+            raise ValueError(f"model.network must give (B, outputs) per batch; it gave {tuple(out.shape)}.")
+    return torch.stack(outs)
+
+
 class ModuleClassifier(ScheduledSGDModule):
     r"""Trains S copies of a network ``g: x -> R`` by scheduled SGD on a margin loss.
 
@@ -59,17 +101,7 @@ class ModuleClassifier(ScheduledSGDModule):
             raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
         self.save_hyperparameters(ignore=["network"])
         self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
-        members = []
-        for s in range(ensemble_size):
-            member = copy.deepcopy(network)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(derive_seed(self.seed + s, INIT))
-                # Children first, the network itself last: its own scheme (if any) has the last word.
-                for module in reversed(list(member.modules())):
-                    if callable(getattr(module, "reset_parameters", None)):
-                        module.reset_parameters()
-            members.append(member)
-        self.net = nn.ModuleList(members)
+        self.net = initialised_copies(network, self.seed, ensemble_size)
         params = [p for p in self.net.parameters() if p.requires_grad]
         self._set_groups(
             {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
@@ -77,23 +109,13 @@ class ModuleClassifier(ScheduledSGDModule):
 
     def _outputs(self, x: Tensor) -> Tensor:
         """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
-        try:
-            scores = [member(x[s]) for s, member in enumerate(self.net)]  # each (B, 1)
-        except RuntimeError as error:
-            if "channels" not in str(error) and "shape" not in str(error) and "size" not in str(error):
-                raise
+        scores = member_outputs(self.net, x)  # (S, B, outputs)
+        if scores.shape[2] != 1:
             raise ValueError(
-                f"model.network cannot take the data model's inputs of shape {tuple(x.shape[2:])} per sample "
-                f"({error}): set the network's input size to match (e.g. ScaledResNet18's in_channels: "
-                f"{x.shape[2] if x.dim() == 5 else '?'}), or flatten the images for a fully connected network."
-            ) from error
-        for out in scores:
-            if out.dim() != 2 or out.shape[1] != 1:
-                raise ValueError(
-                    f"model.network must give one output unit per sample, (B, 1); it gave {tuple(out.shape)}. "
-                    f"Set its num_outputs to 1 for a binary task."
-                )
-        return torch.stack([out[:, 0] for out in scores])  # (S, B)
+                f"model.network must give one output unit per sample, (B, 1); it gave (B, {scores.shape[2]}). "
+                f"Set its num_outputs to 1 for a binary task (MulticlassClassifier trains C outputs)."
+            )
+        return scores[..., 0]
 
     def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
         """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
