@@ -14,6 +14,8 @@ from featlearn.datamodules.gaussian_mixture import GaussianMixture  # noqa: E402
 from featlearn.datamodules.hidden_representation import HiddenRepresentation  # noqa: E402
 from featlearn.datamodules.images import ImageDataModule  # noqa: E402
 from featlearn.datamodules.sparse_coding import SparseCoding  # noqa: E402
+from featlearn.datamodules.teacher_mixture import TeacherMixture  # noqa: E402
+from featlearn.datamodules.tensors import LabelledTensors  # noqa: E402
 from featlearn.datamodules.xor import BooleanXOR  # noqa: E402
 
 __all__ = [
@@ -23,6 +25,8 @@ __all__ = [
     "GaussianMixture",
     "HiddenRepresentation",
     "ImageDataModule",
+    "LabelledTensors",
     "SparseCoding",
     "SyntheticDataModule",
+    "TeacherMixture",
 ]

@@ -2,7 +2,7 @@ r"""Real images as a data model: a binary subset of MNIST, Fashion-MNIST, CIFAR-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -13,6 +13,24 @@ from featlearn.seeding import TRAIN_SET, derive_seed
 from featlearn.validation import check_bool, check_choice, check_int, check_number, is_int
 
 STANDARDIZATIONS = ("none", "global", "per_feature")
+
+
+def fit_standardizer(train: Tensor, mode: str) -> Callable[[Tensor], Tensor]:
+    """The map ``standardize: mode`` applies, with its statistics fitted on ``train`` (n, ...).
+
+    ``global``: x <- (x - m) / s with the mean m and standard deviation s of all values of
+    ``train``; ``per_feature``: x_j <- (x_j - m_j) / s_j per value (s_j := 1 where a value
+    is constant on ``train``); ``none``: the identity.
+    """
+    if mode == "global":
+        mean, std = train.mean(), train.std()
+        std = std if std > 0 else torch.ones_like(std)
+        return lambda x: (x - mean) / std
+    if mode == "per_feature":
+        mean, std = train.mean(0), train.std(0)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        return lambda x: (x - mean) / std
+    return lambda x: x
 
 
 class ImageDataModule(DataModel):
@@ -242,14 +260,8 @@ class ImageDataModule(DataModel):
 
         parts = {"train": train_x, "val": val_x, "test": test_x}
         parts = {k: v.to(torch.float64) / 255.0 for k, v in parts.items()}  # (n, C, H, W) in [0, 1]
-        train = parts["train"]
-        if self.standardize == "global":
-            mean, std = train.mean(), train.std()
-            parts = {k: (v - mean) / (std if std > 0 else 1.0) for k, v in parts.items()}
-        elif self.standardize == "per_feature":
-            mean, std = train.mean(0), train.std(0)
-            std = torch.where(std > 0, std, torch.ones_like(std))
-            parts = {k: (v - mean) / std for k, v in parts.items()}
+        standardize = fit_standardizer(parts["train"], self.standardize)
+        parts = {k: standardize(v) for k, v in parts.items()}
         if self.unit_second_moment:
             scale = parts["train"].flatten(1).pow(2).sum(1).mean().sqrt()
             parts = {k: v / scale for k, v in parts.items()}

@@ -275,7 +275,7 @@ def natural_photographs() -> list[Tensor]:
         raise FileNotFoundError(
             "natural photographs: scikit-learn is not installed (pip install scikit-learn)."
         ) from error
-    images = [torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1) for img in load_sample_images().images]
+    images = [torch.from_numpy(np.array(img)).permute(2, 0, 1) for img in load_sample_images().images]
     try:
         from skimage import data as skimage_data
     except ModuleNotFoundError:
@@ -305,3 +305,62 @@ def random_patches(images: list[Tensor], n: int, size: int, generator: torch.Gen
         left = int(torch.randint(img.shape[2] - size + 1, (), generator=generator))
         patches.append(img[:, top : top + size, left : left + size])
     return torch.stack(patches)
+
+
+def to_image_shape(images: Tensor, shape: tuple[int, int, int], what: str) -> Tensor:
+    """Bring uint8 images (n, C', H', W') to ``shape`` = (C, H, W): float64 values in [0, 1].
+
+    Channels: colour to grey by the mean of the channels, grey to colour by repeating it;
+    size: antialiased bilinear resizing. ``what`` names the images in errors.
+
+    Raises:
+        ValueError: The channels cannot be converted (neither equal, nor 1 or 3 to 1 or 3).
+    """
+    channels, height, width = shape
+    if images.dim() != 4:
+        raise ValueError(f"{what}: expected images (n, C, H, W), got a tensor of shape {tuple(images.shape)}.")
+    x = images.to(torch.float64) / 255.0
+    have = x.shape[1]
+    if have != channels:
+        if channels == 1 and have == 3:
+            x = x.mean(dim=1, keepdim=True)
+        elif channels == 3 and have == 1:
+            x = x.expand(-1, 3, -1, -1)
+        else:
+            raise ValueError(
+                f"{what}: images with {have} channels cannot be brought to the labelled data's {channels} "
+                f"(only grey <-> RGB converts); use an injected source with 1 or 3 channels."
+            )
+    if x.shape[2:] != (height, width):
+        x = torch.nn.functional.interpolate(x, size=(height, width), mode="bilinear", antialias=True)
+    return x.clamp(0.0, 1.0).contiguous()
+
+
+def image_folder(root: str, n: int, generator: torch.Generator) -> Tensor:
+    """``n`` images drawn uniformly (with replacement) from a torchvision ``ImageFolder``: uint8 (n, 3, H, W).
+
+    ``root`` holds one sub-folder per class of image files (e.g. a placed Tiny ImageNet's
+    ``train/``); the classes are ignored. Images of different sizes are centre-cropped
+    to the smallest height and width among those drawn.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder or holds no image files.
+    """
+    from torchvision.datasets import ImageFolder
+    from torchvision.transforms.functional import center_crop, pil_to_tensor
+
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"data.injected_root {str(path)!r} is not a folder: point it at an image folder (one sub-folder of "
+            f"images per class, as torchvision's ImageFolder reads, e.g. tiny-imagenet-200/train)."
+        )
+    try:
+        folder = ImageFolder(str(path))
+    except (FileNotFoundError, RuntimeError) as error:
+        raise FileNotFoundError(f"data.injected_root {str(path)!r}: no images found ({error}).") from error
+    which = torch.randint(len(folder), (n,), generator=generator).tolist()
+    images = [pil_to_tensor(folder.loader(folder.samples[i][0]).convert("RGB")) for i in which]
+    height = min(img.shape[1] for img in images)
+    width = min(img.shape[2] for img in images)
+    return torch.stack([center_crop(img, [height, width]) for img in images])
