@@ -9,6 +9,7 @@ from featlearn.callbacks.base import DiagnosticCallback, log_spaced_steps  # noq
 from featlearn.callbacks.checkpoint import StepCheckpoint  # noqa: E402
 from featlearn.callbacks.filters import FilterDynamics  # noqa: E402
 from featlearn.callbacks.heldout import HeldOutAccuracy  # noqa: E402
+from featlearn.callbacks.parts import PartAccuracy  # noqa: E402
 from featlearn.callbacks.xor_phase import XORPhaseDiagnostics  # noqa: E402
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "FeatureAlignment",
     "FilterDynamics",
     "HeldOutAccuracy",
+    "PartAccuracy",
     "StepCheckpoint",
     "XORPhaseDiagnostics",
     "log_spaced_steps",

@@ -242,12 +242,24 @@ class TeacherMixture(DataModel):
         """
         labels = {}
         for name, x in self._load().items():
-            y = torch.cat([labeller(x[i : i + chunk]).reshape(-1) for i in range(0, x.shape[0], chunk)])
+            with torch.no_grad():
+                y = torch.cat([labeller(x[i : i + chunk]).reshape(-1) for i in range(0, x.shape[0], chunk)])
             if y.shape != (x.shape[0],) or (y.numel() and (y.min() < 0 or y.max() >= self.num_classes)):
                 raise ValueError(f"The teacher's labels of {name} are not {x.shape[0]} classes in 0..C-1.")
             labels[name] = y.long()
         self._labels = labels
         self._on_device.clear()
+
+    def labelled_part(self, split: str, part: str) -> tuple[Tensor, Tensor]:
+        """One part of one split with the teacher's labels, on the CPU: x (n, ...), y (n,).
+
+        ``split``: ``train`` or ``test``; ``part``: ``original`` or ``injected`` (for
+        ``train``, U's whole training pool). For studies of the labelling itself, such as
+        students trained on the injected part alone (Shi et al.'s Figure 26).
+        """
+        self._require_labels()
+        key = f"{split}_{part}"
+        return self._load()[key], self._labels[key]
 
     @property
     def is_labelled(self) -> bool:

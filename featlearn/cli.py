@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import warnings
+from typing import Optional
 
 # pytorch_lightning.cli calls jsonargparse APIs that jsonargparse 4.49+ marks as
 # deprecated; the warnings are Lightning's to fix and only confuse users.
@@ -32,6 +33,7 @@ import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
 from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
+from featlearn.studies_teacher import TeacherSearch  # noqa: E402
 
 #: Process constants a learner may leave null for the data model to fill:
 #: ``model.init_args.init.<name>`` <- ``data.process_constants()[<name>]``.
@@ -65,6 +67,10 @@ class FeatlearnCLI(LightningCLI):
       k = 7's constants, and a number a user writes always wins.
     * The learner owns its optimizer and schedules (``auto_configure_optimizers``
       is off: ``--optimizer`` would silently replace them).
+    * A top-level ``teacher:`` section (a :class:`~featlearn.studies_teacher.TeacherSearch`)
+      runs Shi et al.'s Algorithm 1 before ``fit``, ``validate`` and ``test``: it
+      chooses, trains (or loads from its cache) the teacher and labels the
+      :class:`~featlearn.datamodules.TeacherMixture` data model.
     * After ``fit``, the test set is evaluated (``test/loss``, ``test/error``) unless
       ``--test_after_fit false``.
     """
@@ -72,12 +78,47 @@ class FeatlearnCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
         parser.link_arguments("data.input_dim", "model.init_args.input_dim", apply_on="instantiate")
         parser.add_argument("--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit.")
+        parser.add_argument(
+            "--teacher",
+            type=Optional[TeacherSearch],  # noqa: UP045 - jsonargparse reads the annotation
+            default=None,
+            help="Algorithm 1 of Shi et al. (E.5): the teacher that labels a TeacherMixture data model.",
+        )
 
     def before_instantiate_classes(self) -> None:
         """Give the data model the learner's ensemble size and fill null process constants."""
         config = self.config.get(self.subcommand) if self.subcommand else self.config
         share_ensemble_size(config)
         fill_process_constants(config)
+
+    def before_fit(self) -> None:  # noqa: D102
+        self._label_with_teacher()
+
+    def before_validate(self) -> None:  # noqa: D102
+        self._label_with_teacher()
+
+    def before_test(self) -> None:  # noqa: D102
+        self._label_with_teacher()
+
+    def _label_with_teacher(self) -> None:
+        """Run the config's ``teacher:`` on the data model (or refuse a mixture that no teacher labels)."""
+        config = self.config_init.get(self.subcommand, self.config_init)
+        teacher = config.get("teacher")
+        data = self.datamodule
+        takes_labels = hasattr(data, "relabel")
+        if teacher is None:
+            if takes_labels and not data.is_labelled:
+                raise ValueError(
+                    f"{type(data).__name__} is labelled by a teacher, and the config has no `teacher:` section: add "
+                    f"one (class_path: TeacherSearch, see configs/experiments/shi_teacher_mnist5k_gaussian.yaml)."
+                )
+            return
+        if not takes_labels:
+            raise ValueError(
+                f"The config's `teacher:` labels a TeacherMixture data model, but data is {type(data).__name__}: "
+                f"remove the teacher section or use data.class_path: TeacherMixture."
+            )
+        teacher.run(data, self.trainer)
 
     def after_fit(self) -> None:
         """Evaluate the test set on the final weights (skipped for fast_dev_run)."""

@@ -1,7 +1,10 @@
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -52,7 +55,8 @@ def test_console_script_help():
 
 
 #: Experiments on files no package ships: they run here on tiny files in the real format.
-PLACED_FILES = {"shi_real_cifar_resnet": write_cifar10}
+PLACED_FILES = {"shi_real_cifar_resnet": write_cifar10, "shi_teacher_cifar10_gaussian": write_cifar10}
+SMOKE_TEACHER = str(CONFIGS / "debug" / "smoke_teacher.yaml")
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS, ids=lambda p: p.stem)
@@ -62,6 +66,9 @@ def test_every_experiment_config_runs(tmp_path, monkeypatch, experiment):
         PLACED_FILES[experiment.stem](tmp_path / "data")
         trust_written_files(monkeypatch, tmp_path / "data")
         placed = ["--data.init_args.root", str(tmp_path / "data")]
+    if "teacher:" in experiment.read_text():  # a 3-size sweep of 3-step teachers, cached in tmp_path
+        placed += ["--config", SMOKE_TEACHER]
+        monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
     cli = run_cli(tmp_path, "--config", str(experiment), "--config", SMOKE, *placed)
     assert cli.trainer.global_step == 3
     assert "test/loss" in cli.trainer.callback_metrics and "test/error" in cli.trainer.callback_metrics
@@ -333,3 +340,87 @@ def test_every_real_data_overlay_runs_on_files_in_the_real_format(tmp_path, monk
     )
     assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
     assert cli.datamodule.source == overlay.stem and cli.model.two_layer.input_dim == cli.datamodule.input_dim
+
+
+TEACHER_OVERLAYS = sorted((CONFIGS / "experiments" / "shi_teacher").glob("*.yaml"))
+RESNET_TEACHER_OVERLAYS = {"svhn", "image_folder"}
+
+
+def write_image_folder(root, n=4):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for cls in ("n01", "n02"):
+        (root / cls).mkdir(parents=True)
+        for i in range(n):
+            Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(root / cls / f"{i}.JPEG")
+
+
+@pytest.mark.parametrize("overlay", TEACHER_OVERLAYS, ids=lambda p: p.stem)
+def test_every_teacher_overlay_runs_on_files_in_the_real_format(tmp_path, monkeypatch, overlay):
+    """Each shi_teacher/ overlay on its experiment, with tiny placed files where it reads any."""
+    monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "data"
+    resnet = overlay.stem in RESNET_TEACHER_OVERLAYS
+    extra = []
+    if resnet:
+        (write_svhn if overlay.stem == "svhn" else write_cifar10)(root)
+        extra = ["--data.init_args.root", str(root)]
+        if overlay.stem == "image_folder":
+            write_image_folder(tmp_path / "folder")
+            extra += ["--data.init_args.injected_root", str(tmp_path / "folder")]
+    elif overlay.stem == "mnist":
+        write_mnist(root / "MNIST" / "raw", n_train=60, n_test=20)
+        extra = ["--data.init_args.root", str(root)]
+    elif overlay.stem == "fashion_mnist":  # Debian's layout, shrunk to what the tiny files hold
+        write_mnist(root, compress=True, n_train=60, n_test=20)
+        extra = [*("--data.init_args.root", str(root)), *("--data.init_args.train_size", "40")]
+        extra += ["--data.init_args.test_size", "20"]
+    trust_written_files(monkeypatch, root)
+    base = "shi_teacher_cifar10_gaussian" if resnet else "shi_teacher_mnist5k_gaussian"
+    cli = run_cli(
+        tmp_path,
+        *("--config", base, "--config", f"shi_teacher/{overlay.stem}"),
+        *("--config", "debug/smoke", "--config", "debug/smoke_teacher", *extra),
+    )
+    assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+    assert cli.datamodule.is_labelled
+    written = yaml.safe_load(overlay.read_text())
+    for key, value in written.get("data", {}).get("init_args", {}).items():
+        if key not in ("root", "injected_root", "train_size", "test_size"):
+            assert getattr(cli.datamodule, key) == value  # the overlay's values reached the data model
+
+
+def test_the_teacher_experiment_logs_the_parts_on_one_chart_and_reuses_its_teacher(tmp_path, monkeypatch):
+    """The offline teacher experiment with its callbacks: part curves, the sweep picture, a cached re-run."""
+    monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
+    args = ("--config", "shi_teacher_mnist5k_gaussian", "--config", "debug/smoke_teacher", "--trainer.max_steps", "3")
+    cli = run_cli(tmp_path, *args)
+    parts = next(c for c in cli.trainer.callbacks if type(c).__name__ == "PartAccuracy")
+    last = parts.history[-1]
+    assert last["step"] == 3 and {"parts/original", "parts/injected", "parts/mixture", "parts/reference"} <= set(last)
+    for tag in ("parts/original", "parts/injected", "parts/reference"):
+        assert 0 <= last[tag] <= 100
+    folder = Path(cli.trainer.log_dir)
+    assert (folder / "teacher_sweep.csv").exists() and (folder / "teacher.json").exists()
+    first_teacher = json.loads((folder / "teacher.json").read_text())
+    # The second run (another alpha) finds every teacher in the cache.
+    monkeypatch.setattr("featlearn.studies_teacher.TeacherSearch._train", lambda *a, **k: pytest.fail("retrained"))
+    again = run_cli(tmp_path, *args, "--data.init_args.alpha", "0.25")
+    assert json.loads((Path(again.trainer.log_dir) / "teacher.json").read_text())["size"] == first_teacher["size"]
+    assert again.datamodule.part_sizes("train") == (3000, 1000)
+
+
+def test_a_teacher_mixture_without_a_teacher_and_a_teacher_without_a_mixture_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="no `teacher:` section"):
+        run_cli(tmp_path, "--config", "shi_teacher_mnist5k_gaussian", "--config", "debug/smoke", "--teacher", "null")
+    with pytest.raises(ValueError, match="labels a TeacherMixture"):
+        run_cli(
+            tmp_path,
+            *TINY_GLASGOW,
+            "--teacher",
+            "TeacherSearch",
+            "--teacher.init_args.network",
+            '{"class_path": "featlearn.models.QuadraticFC"}',
+        )

@@ -1,0 +1,96 @@
+"""Test accuracy by part of a mixture: the original inputs, the injected ones, the whole (Shi et al. E.5)."""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from torchmetrics.classification import MulticlassAccuracy
+
+from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.validation import check_int
+
+#: The tags drawn together on one TensorBoard chart (its custom-scalars layout).
+PART_TAGS = ("parts/original", "parts/injected", "parts/mixture", "parts/reference")
+
+
+class PartAccuracy(DiagnosticCallback):
+    r"""The student's test accuracy on each part of a teacher-relabelled mixture, in percent.
+
+    .. math::  \mathrm{acc}_P(t) = \frac{100}{|P|} \sum_{x \in P} \mathbf 1\{\arg\max_j g(x)_j = \tilde y(x)\}
+
+    for P the test inputs from the real data (``parts/original``), from the injected
+    source (``parts/injected``) and the mixture's test set (``parts/mixture``), averaged
+    over the members that train on the mixture; and, when the data model has reference
+    members (trained on the real part alone), their accuracy on the original part
+    (``parts/reference``), the paper's "training on the original data" curve. The labels
+    are the teacher's. TensorBoard shows the four on one chart (the *Custom Scalars*
+    tab, "accuracy by part"), as in Figures 4 and 22-25. The accuracies are torchmetrics
+    ``MulticlassAccuracy`` (micro), which reduce correctly across processes.
+
+    The data model must offer ``part_sets(split)``, ``eval_set(split)``,
+    ``member_groups()`` and ``num_classes`` (a :class:`~featlearn.datamodules.TeacherMixture`);
+    the learner, ``predict_classes`` (a :class:`~featlearn.models.MulticlassClassifier`).
+
+    Args:
+        cadence: ``"log"`` or every N steps (the last step is always included).
+        points_per_decade: Density of the log-spaced cadence.
+        dense_until: Also evaluate every step up to this one.
+    """
+
+    def __init__(self, cadence: str | int = "log", points_per_decade: int = 10, dense_until: int = 0) -> None:
+        super().__init__(cadence=cadence, points_per_decade=points_per_decade)
+        self.dense_until = check_int("PartAccuracy.dense_until", dense_until, 0)
+        self._metrics: dict[str, MulticlassAccuracy] = {}
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
+        super().on_fit_start(trainer, pl_module)
+        data = trainer.datamodule
+        missing = [name for name in ("part_sets", "member_groups", "num_classes") if not hasattr(data, name)]
+        if missing or not hasattr(pl_module, "predict_classes"):
+            raise ValueError(
+                "PartAccuracy reads a mixture's parts: it needs a TeacherMixture data model and a "
+                "MulticlassClassifier learner (the data model or learner of this run lacks "
+                f"{', '.join(missing) or 'predict_classes'}). Remove the callback for other runs."
+            )
+        self._metrics = {
+            name: MulticlassAccuracy(num_classes=data.num_classes, average="micro").to(pl_module.device)
+            for name in ("original", "injected", "mixture", "reference")
+        }
+        if trainer.is_global_zero:
+            layout = {"featlearn": {"accuracy by part": ["Multiline", list(PART_TAGS)]}}
+            for logger in trainer.loggers:
+                experiment = getattr(logger, "experiment", None)
+                if hasattr(experiment, "add_custom_scalars"):
+                    experiment.add_custom_scalars(layout)
+
+    def is_due(self, step: int) -> bool:  # noqa: D102
+        return step <= self.dense_until or super().is_due(step)
+
+    def _accuracy(self, name: str, pl_module, x, y, members: list[int], chunk: int) -> torch.Tensor:
+        metric = self._metrics[name]
+        metric.reset()
+        index = torch.tensor(members, device=x.device)
+        for i in range(0, x.shape[1], chunk):
+            preds = pl_module.predict_classes(x[:, i : i + chunk].to(pl_module.device))  # (S, b)
+            metric.update(
+                preds.index_select(0, index.to(preds.device)).reshape(-1),
+                y[:, i : i + chunk].to(preds.device).index_select(0, index.to(preds.device)).reshape(-1),
+            )
+        return 100.0 * metric.compute()
+
+    def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
+        data = trainer.datamodule
+        groups, chunk = data.member_groups(), data.eval_batch_size
+        parts = data.part_sets("test")
+        out = {}
+        for name in ("original", "injected"):
+            x, y = parts[name]
+            if x.shape[1]:
+                out[f"parts/{name}"] = self._accuracy(name, pl_module, x, y, groups["mixture"], chunk)
+        x, y = data.eval_set("test")
+        if x.shape[1]:
+            out["parts/mixture"] = self._accuracy("mixture", pl_module, x, y, groups["mixture"], chunk)
+        if groups["reference"]:
+            x, y = parts["original"]
+            out["parts/reference"] = self._accuracy("reference", pl_module, x, y, groups["reference"], chunk)
+        return out

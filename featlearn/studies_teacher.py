@@ -1,0 +1,670 @@
+r"""Algorithm 1 of Shi et al. (2022, E.5): choose the teacher's size, train it, label a mixture.
+
+The teacher of a :class:`~featlearn.datamodules.TeacherMixture` extends the real data's
+labelling function to injected inputs. Its size matters: a teacher far more complex
+than the data's labelling gives the injected inputs labels of another complexity. So
+Algorithm 1 sweeps the teacher's size m over a grid, trains each on L, records the
+test loss against the number of parameters, takes the minimum of the classical
+(U-shaped) regime, and trains that teacher on L with the regulariser
+R = R1 + lambda R2 on the injected inputs U (eqs. 291-293,
+:func:`~featlearn.models.multiclass.balance_entropy_regularizer`).
+
+A config states it in a top-level ``teacher:`` section (a :class:`TeacherSearch`);
+``featlearn fit`` then runs it before training the student, and every trained teacher
+and sweep point is cached on disk (:class:`TeacherCache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import hashlib
+import importlib
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor, nn
+
+from featlearn.datamodules import LabelledTensors
+from featlearn.models import MulticlassClassifier
+from featlearn.validation import check_int, check_number
+
+#: Bump when what a cached entry means changes (its training code, its file layout).
+CACHE_VERSION = 1
+
+
+def default_cache_dir() -> Path:
+    """``$FEATLEARN_CACHE/teachers``, else ``~/.cache/featlearn/teachers``."""
+    return Path(os.environ.get("FEATLEARN_CACHE", Path.home() / ".cache" / "featlearn")) / "teachers"
+
+
+def first_local_minimum(losses: Sequence[Sequence[float]], neighbours: int = 1) -> tuple[int, list[float]]:
+    r"""The index of the classical regime's minimum of a test-loss curve, and the smoothed curve.
+
+    The rule: average the log test loss over the seeds at each size, then over the
+    ``neighbours`` sizes on either side in the grid (a moving average, shorter at the
+    ends), and take the first size at which the smoothed curve stops decreasing,
+    :math:`\min\{i : \bar\ell_i \le \bar\ell_{i+1}\}`: the bottom of the first U. Where
+    the smoothed curve decreases over the whole grid the last size is returned (the
+    grid does not reach the U's rising arm; the caller warns).
+
+    Args:
+        losses: Test losses, one sequence of seeds' values per size (sizes in increasing order).
+        neighbours: Half-width of the moving average over sizes (0: none).
+
+    Returns:
+        (index, smoothed log losses).
+    """
+    logs = [sum(math.log(max(v, 1e-12)) for v in seeds) / len(seeds) for seeds in losses]
+    smoothed = []
+    for i in range(len(logs)):
+        window = logs[max(0, i - neighbours) : i + neighbours + 1]
+        smoothed.append(sum(window) / len(window))
+    for i in range(len(smoothed) - 1):
+        if smoothed[i] <= smoothed[i + 1]:
+            return i, smoothed
+    return len(smoothed) - 1, smoothed
+
+
+def build_network(spec: dict, width: int) -> nn.Module:
+    """The network ``{class_path, init_args}`` of ``spec`` with ``width`` set: FC(m) or ResNet(m)."""
+    class_path = spec["class_path"]
+    module, _, name = class_path.rpartition(".")
+    if not module:
+        module = "featlearn.models"
+    cls = getattr(importlib.import_module(module), name)
+    return cls(**{**dict(spec.get("init_args") or {}), "width": width})
+
+
+@contextlib.contextmanager
+def _quiet_lightning():
+    """Silence Lightning's per-fit banners (GPU/TPU lines, tips) while teachers train."""
+    loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning_fabric", "lightning")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _digest(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+class TeacherCache:
+    """Trained teachers and sweep points on disk, keyed by everything that determines them.
+
+    An entry is a folder ``<root>/<kind>/<digest>/`` with ``spec.json`` (the full key:
+    data, network, size, seeds, steps, rates, regulariser, :data:`CACHE_VERSION`) and its
+    payload (``weights.pt`` or ``result.json``), written to a temporary name and renamed
+    so an interrupted write leaves no entry. A read checks the stored spec against the
+    expected one and loads the payload; any mismatch or unreadable file is reported and
+    the entry retrained, never used.
+
+    Args:
+        root: The cache folder (created; must be writable).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).expanduser()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.root):
+                pass
+        except OSError as error:
+            raise ValueError(
+                f"teacher.init_args.cache_dir {str(self.root)!r} cannot be written ({error}): set it to a "
+                f"writable folder, or set FEATLEARN_CACHE."
+            ) from error
+
+    def folder(self, kind: str, spec: dict) -> Path:
+        """Where the entry of ``spec`` lives."""
+        return self.root / kind / _digest({**spec, "cache_version": CACHE_VERSION})
+
+    def load(self, kind: str, spec: dict, payload: str):
+        """The entry's payload (a state dict for ``.pt``, a dict for ``.json``), or None to (re)train."""
+        folder = self.folder(kind, spec)
+        if not folder.exists():
+            return None
+        try:
+            stored = json.loads((folder / "spec.json").read_text())
+            if stored != json.loads(json.dumps({**spec, "cache_version": CACHE_VERSION}, default=str)):
+                raise ValueError("its spec.json does not match this run's teacher")
+            path = folder / payload
+            if payload.endswith(".pt"):
+                return torch.load(path, map_location="cpu", weights_only=True)
+            return json.loads(path.read_text())
+        except Exception as error:  # noqa: BLE001 - any unreadable entry is retrained, and said
+            warnings.warn(f"Teacher cache entry {folder} is unusable ({error}): retraining it.", stacklevel=2)
+            return None
+
+    def store(self, kind: str, spec: dict, payload: str, value) -> Path:
+        """Write an entry atomically; returns its folder."""
+        folder = self.folder(kind, spec)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        (staging / "spec.json").write_text(json.dumps({**spec, "cache_version": CACHE_VERSION}, default=str))
+        if payload.endswith(".pt"):
+            torch.save(value, staging / payload)
+        else:
+            (staging / payload).write_text(json.dumps(value, indent=1))
+        if folder.exists():  # a stale or corrupt entry
+            for child in folder.iterdir():
+                child.unlink()
+            folder.rmdir()
+        staging.rename(folder)
+        return folder
+
+
+class TeacherSearch:
+    r"""Algorithm 1: sweep the teacher's size, pick the U-curve's minimum, train it with R on U.
+
+    For each m in ``sizes``, ``seeds`` teachers FC(m) (or whatever ``network`` is, with its
+    ``width`` set to m) train together as one ensemble on L's training rows for ``steps``
+    SGD steps of ``batch_size`` (rate ``lr``, ``momentum``) on the cross-entropy; their mean
+    test loss on L's test rows is recorded against the number of parameters. The chosen
+    m is :func:`first_local_minimum`'s (log loss averaged over seeds, then over
+    ``neighbours`` sizes each side; the first size where it stops decreasing), or ``size``
+    when given (no sweep). The teacher of size m (seed ``seed``) then trains for
+    ``final_steps`` on L with ``regularizer_weight`` times R = R1 + ``entropy_weight`` R2 on
+    minibatches of ``unlabelled_batch_size`` of U's training pool, and labels the
+    mixture by its arg-max class.
+
+    Outputs, into the run's folder and its TensorBoard: ``teacher_sweep.csv`` (m,
+    parameters, each seed's test loss, the smoothed curve, the chosen row),
+    ``teacher_sweep.png`` and the image ``teacher/sweep``, the text ``teacher/summary``
+    (chosen size, the teacher's test accuracy on L, its label balance on U).
+
+    Args:
+        network: The teacher's network as ``{class_path, init_args}`` without ``width``
+            (e.g. ``QuadraticFC`` with ``in_features`` and ``num_outputs``).
+        sizes: The grid of m (increasing, at least three, unless ``size`` is set).
+        size: Use this m and skip the sweep (the user's override).
+        seeds: Teachers per size in the sweep (an ensemble; >= 1).
+        steps: SGD steps of each sweep point.
+        final_steps: SGD steps of the chosen teacher (default: ``steps``).
+        batch_size: Labelled inputs per step.
+        lr: Learning rate.
+        momentum: SGD momentum in [0, 1).
+        weight_decay: L2 on every parameter.
+        regularizer_weight: rho, the weight of R on U for the chosen teacher (0: none).
+        entropy_weight: lambda of R = R1 + lambda R2.
+        unlabelled_batch_size: Inputs of U per step in R.
+        neighbours: Half-width of the smoothing over sizes.
+        seed: The teachers' initialisation and minibatch seed.
+        cache_dir: Where trained teachers are kept (default :func:`default_cache_dir`).
+        accelerator: Lightning accelerator for the teachers' training.
+        updates_per_batch: SGD steps per Lightning batch in the teachers' training (a
+            throughput setting that changes no result; see ``DataModel``).
+    """
+
+    def __init__(
+        self,
+        network: dict,
+        sizes: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+        size: int | None = None,
+        seeds: int = 2,
+        steps: int = 2000,
+        final_steps: int | None = None,
+        batch_size: int = 128,
+        lr: float = 0.01,
+        momentum: float = 0.9,
+        weight_decay: float = 0.0,
+        regularizer_weight: float = 1.0,
+        entropy_weight: float = 1.0,
+        unlabelled_batch_size: int = 128,
+        neighbours: int = 1,
+        seed: int = 0,
+        cache_dir: str | None = None,
+        accelerator: str = "auto",
+        updates_per_batch: int = 16,
+    ) -> None:
+        if not isinstance(network, dict) or "class_path" not in network:
+            raise ValueError(
+                "teacher.init_args.network must be {class_path, init_args}, e.g. {class_path: QuadraticFC, "
+                f"init_args: {{in_features: 784, num_outputs: 10}}}}; got {network!r}."
+            )
+        if "width" in (network.get("init_args") or {}):
+            raise ValueError("teacher.init_args.network.init_args must not set width: the search sets it (sizes).")
+        self.network = {"class_path": network["class_path"], "init_args": dict(network.get("init_args") or {})}
+        sizes = list(sizes)
+        for m in sizes:
+            check_int("teacher.init_args.sizes[...]", m, 1)
+        if size is None and len(sizes) < 3:
+            raise ValueError(
+                f"teacher.init_args.sizes has {len(sizes)} size(s): a minimum of the test-loss curve needs at "
+                f"least three; give more sizes, or set teacher.init_args.size to skip the sweep."
+            )
+        if sizes != sorted(set(sizes)):
+            raise ValueError(f"teacher.init_args.sizes must increase strictly, got {sizes}.")
+        self.sizes = sizes
+        self.size = None if size is None else check_int("teacher.init_args.size", size, 1)
+        self.seeds = check_int("teacher.init_args.seeds", seeds, 1)
+        self.steps = check_int("teacher.init_args.steps", steps, 1)
+        self.final_steps = (
+            self.steps if final_steps is None else check_int("teacher.init_args.final_steps", final_steps, 1)
+        )
+        self.batch_size = check_int("teacher.init_args.batch_size", batch_size, 1)
+        self.lr = float(check_number("teacher.init_args.lr", lr, 0.0, strict=True))
+        self.momentum = float(check_number("teacher.init_args.momentum", momentum, 0.0, 1.0))
+        if self.momentum >= 1:
+            raise ValueError(f"teacher.init_args.momentum must lie in [0, 1), got {momentum}.")
+        self.weight_decay = float(check_number("teacher.init_args.weight_decay", weight_decay, 0.0))
+        self.regularizer_weight = float(check_number("teacher.init_args.regularizer_weight", regularizer_weight, 0.0))
+        self.entropy_weight = float(check_number("teacher.init_args.entropy_weight", entropy_weight, 0.0))
+        self.unlabelled_batch_size = check_int("teacher.init_args.unlabelled_batch_size", unlabelled_batch_size, 1)
+        self.neighbours = check_int("teacher.init_args.neighbours", neighbours, 0)
+        self.seed = check_int("teacher.init_args.seed", seed, 0)
+        self.accelerator = accelerator
+        self.updates_per_batch = check_int("teacher.init_args.updates_per_batch", updates_per_batch, 1)
+        self.cache = TeacherCache(Path(cache_dir) if cache_dir else default_cache_dir())
+        #: Filled by :meth:`run`: the sweep's rows and the chosen size.
+        self.sweep: list[dict] = []
+        self.chosen_size: int | None = None
+
+    # ------------------------------------------------------------------ keys
+    def _training_key(self, data_key: dict, width: int) -> dict:
+        return {
+            "data": data_key,
+            "network": self.network,
+            "width": width,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "momentum": self.momentum,
+            "weight_decay": self.weight_decay,
+            "seed": self.seed,
+        }
+
+    # ------------------------------------------------------------------ training
+    def _train(self, data: dict[str, Tensor], num_classes: int, width: int, members: int, steps: int, regularize: bool):
+        """Train ``members`` teachers of width m together; returns the learner (on the CPU)."""
+        network = build_network(self.network, width)
+        learner = MulticlassClassifier(
+            network=network,
+            num_classes=num_classes,
+            lr=self.lr,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            regularizer_weight=self.regularizer_weight if regularize else 0.0,
+            entropy_weight=self.entropy_weight,
+            ensemble_size=members,
+            seed=self.seed,
+        )
+        datamodule = LabelledTensors(
+            train=(data["train_x"], data["train_y"]),
+            test=(data["test_x"], data["test_y"]),
+            unlabelled=data["unlabelled"] if regularize else None,
+            unlabelled_batch_size=self.unlabelled_batch_size,
+            num_classes=num_classes,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            ensemble_size=members,
+            updates_per_batch=self.updates_per_batch,
+        )
+        with _quiet_lightning():
+            self._fit(learner, datamodule, steps)
+        return learner.cpu()
+
+    def _fit(self, learner: MulticlassClassifier, datamodule: LabelledTensors, steps: int) -> None:
+        trainer = pl.Trainer(
+            max_steps=steps,
+            max_epochs=-1,
+            accelerator=self.accelerator,
+            devices=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+            log_every_n_steps=max(1, steps),
+        )
+        trainer.fit(learner, datamodule=datamodule)
+
+    @staticmethod
+    def _test_losses(learner: MulticlassClassifier, data: dict[str, Tensor]) -> tuple[list[float], list[float]]:
+        members = learner.ensemble_size
+        x = data["test_x"].unsqueeze(0).expand(members, *data["test_x"].shape)
+        y = data["test_y"].unsqueeze(0).expand(members, -1)
+        loss, error = learner.evaluate_dataset(x, y)
+        return loss.tolist(), (100.0 * (1.0 - error)).tolist()
+
+    def sweep_sizes(
+        self, data: dict[str, Tensor], data_key: dict, num_classes: int, sizes: Sequence[int]
+    ) -> list[dict]:
+        """Test loss of ``seeds`` teachers of every size (cached per size: an interrupted sweep resumes)."""
+        rows = []
+        for width in sizes:
+            spec = {**self._training_key(data_key, width), "kind": "sweep", "seeds": self.seeds, "steps": self.steps}
+            result = self.cache.load("sweep", spec, "result.json")
+            if result is None:
+                learner = self._train(data, num_classes, width, self.seeds, self.steps, regularize=False)
+                losses, accuracies = self._test_losses(learner, data)
+                parameters = sum(p.numel() for p in learner.net[0].parameters())
+                result = {"size": width, "parameters": parameters, "test_loss": losses, "test_acc": accuracies}
+                self.cache.store("sweep", spec, "result.json", result)
+            rows.append(result)
+        return rows
+
+    def teacher_spec(self, data_key: dict, width: int) -> dict:
+        """Everything that determines the trained teacher of width m: its cache key."""
+        return {
+            **self._training_key(data_key, width),
+            "kind": "teacher",
+            "steps": self.final_steps,
+            "regularizer_weight": self.regularizer_weight,
+            "entropy_weight": self.entropy_weight,
+            "unlabelled_batch_size": self.unlabelled_batch_size,
+        }
+
+    def teacher(self, data: dict[str, Tensor], data_key: dict, num_classes: int, width: int) -> nn.Module:
+        """The teacher of width m trained with R on U: from the cache, or trained and cached."""
+        spec = self.teacher_spec(data_key, width)
+        network = build_network(self.network, width)
+        state = self.cache.load("teacher", spec, "weights.pt")
+        if state is not None:
+            try:
+                network.load_state_dict(state)
+                return network.eval()
+            except (RuntimeError, KeyError) as error:
+                warnings.warn(f"Cached teacher of width {width} does not load ({error}): retraining it.", stacklevel=2)
+        learner = self._train(data, num_classes, width, 1, self.final_steps, regularize=True)
+        trained = copy.deepcopy(learner.net[0]).eval()
+        self.cache.store("teacher", spec, "weights.pt", trained.state_dict())
+        return trained
+
+    def run(self, datamodule, trainer: pl.Trainer | None = None) -> nn.Module:
+        """Algorithm 1 on ``datamodule`` (a TeacherMixture), then label it; returns the teacher.
+
+        Args:
+            datamodule: Gives :meth:`teacher_data`, :meth:`teacher_data_key`, ``num_classes``
+                and takes :meth:`relabel`.
+            trainer: The student's trainer, whose loggers and folder receive the curve.
+        """
+        data, key, classes = datamodule.teacher_data(), datamodule.teacher_data_key(), datamodule.num_classes
+        if self.size is None:
+            self.sweep = self.sweep_sizes(data, key, classes, self.sizes)
+            index, smoothed = first_local_minimum([row["test_loss"] for row in self.sweep], self.neighbours)
+            for row, value in zip(self.sweep, smoothed, strict=True):
+                row["smoothed_log_loss"] = value
+            self.chosen_size = self.sweep[index]["size"]
+            if index == len(self.sweep) - 1:
+                warnings.warn(
+                    f"The teacher's test loss decreases over the whole grid {self.sizes}: the U-curve's minimum "
+                    f"lies beyond it. Using m = {self.chosen_size}; add larger sizes to teacher.init_args.sizes.",
+                    stacklevel=2,
+                )
+        else:
+            self.chosen_size = self.size
+        teacher = self.teacher(data, key, classes, self.chosen_size)
+
+        @torch.no_grad()
+        def labeller(x: Tensor) -> Tensor:
+            return teacher(x).argmax(-1)
+
+        datamodule.relabel(labeller)
+        if trainer is not None:
+            self._publish(trainer, teacher, data, datamodule)
+        return teacher
+
+    # ------------------------------------------------------------------ outputs
+    def _publish(self, trainer: pl.Trainer, teacher: nn.Module, data: dict[str, Tensor], datamodule) -> None:
+        with torch.no_grad():
+            accuracy = 100.0 * float((teacher(data["test_x"]).argmax(-1) == data["test_y"]).double().mean())
+        counts = datamodule.label_counts()
+        share = counts["train_injected"].double() / max(int(counts["train_injected"].sum()), 1)
+        how = "set by teacher.init_args.size" if self.size else "the U-curve minimum"
+        summary = (
+            f"teacher m = {self.chosen_size} ({how}); "
+            f"test accuracy on L (its own labels) {accuracy:.1f}%; class shares of its labels on U's training "
+            f"inputs: {', '.join(f'{v:.2f}' for v in share.tolist())}"
+        )
+        self.summary = {"size": self.chosen_size, "test_acc_on_L": accuracy, "injected_label_shares": share.tolist()}
+        if not trainer.is_global_zero:
+            return
+        folder = Path(trainer.log_dir) if trainer.loggers and trainer.log_dir else None
+        for logger in trainer.loggers:
+            experiment = getattr(logger, "experiment", None)
+            if hasattr(experiment, "add_text"):
+                experiment.add_text("teacher/summary", summary, global_step=0)
+            for row in self.sweep:
+                logger.log_metrics(
+                    {"teacher/test_loss": sum(row["test_loss"]) / len(row["test_loss"])}, step=row["parameters"]
+                )
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "teacher.json").write_text(json.dumps({**self.summary, "sweep": self.sweep}, indent=1))
+        if self.sweep:
+            if folder is not None:
+                with open(folder / "teacher_sweep.csv", "w", newline="") as handle:
+                    writer = csv.writer(handle)
+                    writer.writerow(
+                        ["size", "parameters", "mean_test_loss", "smoothed_log_loss", "chosen"]
+                        + [f"test_loss_seed{s}" for s in range(self.seeds)]
+                    )
+                    for row in self.sweep:
+                        losses = row["test_loss"]
+                        writer.writerow(
+                            [
+                                row["size"],
+                                row["parameters"],
+                                sum(losses) / len(losses),
+                                row["smoothed_log_loss"],
+                                int(row["size"] == self.chosen_size),
+                                *losses,
+                            ]
+                        )
+            self._plot(trainer)
+
+    def _plot(self, trainer: pl.Trainer) -> None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError:
+            warnings.warn(
+                "matplotlib is not installed: no teacher_sweep.png (pip install featlearn[figures]).", stacklevel=2
+            )
+            return
+        from featlearn.callbacks.pictures import publish_figure
+
+        params = [row["parameters"] for row in self.sweep]
+        figure, axes = plt.subplots(figsize=(6, 4))
+        for s in range(self.seeds):
+            axes.plot(params, [row["test_loss"][s] for row in self.sweep], "o", color="0.6", ms=3)
+        axes.plot(params, [math.exp(row["smoothed_log_loss"]) for row in self.sweep], "-", label="smoothed mean")
+        chosen = next(row for row in self.sweep if row["size"] == self.chosen_size)
+        axes.plot(
+            [chosen["parameters"]],
+            [math.exp(chosen["smoothed_log_loss"])],
+            "r*",
+            ms=14,
+            label=f"chosen m = {self.chosen_size}",
+        )
+        for row in self.sweep:
+            axes.annotate(
+                str(row["size"]),
+                (row["parameters"], sum(row["test_loss"]) / len(row["test_loss"])),
+                fontsize=7,
+                xytext=(2, 4),
+                textcoords="offset points",
+            )
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("parameters of the teacher")
+        axes.set_ylabel("test loss on L (cross-entropy)")
+        axes.set_title("Algorithm 1: the teacher's test loss against its size")
+        axes.legend()
+        figure.tight_layout()
+        publish_figure(trainer, "teacher/sweep", figure, step=0, filename="teacher_sweep.png")
+
+
+# ---------------------------------------------------------------------- Figure 26
+def check_teacher_sizes(argv: list[str], build) -> list[dict]:
+    """``featlearn teacher-check``: Shi et al.'s check of Algorithm 1 (E.5.4, Figure 26).
+
+    For each teacher size T in ``--teacher-sizes`` (default 9, 50, 500), the teacher FC(T)
+    (trained with R on U as in :meth:`TeacherSearch.teacher`, and cached) labels the
+    injected inputs alone; students of every size in ``--student-sizes`` (default: the
+    config's ``teacher.init_args.sizes``) are trained on them as the sweep trains
+    teachers, and the minimum of their test-loss curve is found by the same rule
+    (:func:`first_local_minimum`). If the method works, the students' minimum moves with
+    T: labels from a larger teacher are a more complex function. Writes
+    ``OUT/teacher_check.csv`` (every student), ``OUT/teacher_check.md`` (each T and its
+    students' minimum) and ``OUT/teacher_check.png`` (the curves, Figure 26 b-d).
+
+    Args:
+        argv: ``--config FILE`` (repeatable), ``--teacher-sizes``, ``--student-sizes``, ``--out DIR``.
+        build: :func:`featlearn.cli.build_cli`.
+
+    Returns:
+        One row per teacher size: ``teacher_size``, ``student_minimum``, ``curve`` (the rows).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="featlearn teacher-check",
+        description="Students of several sizes on the injected inputs labelled by teachers of several sizes "
+        "(Shi et al. 2022, Figure 26): does the students' U-curve minimum follow the teacher's size?",
+    )
+    parser.add_argument("--config", action="append", required=True, help="A teacher experiment (repeatable).")
+    parser.add_argument("--teacher-sizes", default="9,50,500", help="Teacher sizes T, comma-separated.")
+    parser.add_argument("--student-sizes", default=None, help="Student sizes (default: the config's teacher sizes).")
+    parser.add_argument("--out", required=True, help="Output folder.")
+    args = parser.parse_args(argv)
+
+    def sizes(text: str, flag: str) -> list[int]:
+        try:
+            values = [int(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            values = []
+        if not values or any(v < 1 for v in values):
+            raise ValueError(f"{flag} must be positive integers separated by commas, got {text!r}.")
+        return values
+
+    teacher_sizes = sizes(args.teacher_sizes, "--teacher-sizes")
+    cli_args = [a for path in args.config for a in ("--config", path)] + ["--trainer.logger", "false"]
+    cli = build(cli_args, run=False)
+    search, data = cli.config_init.get("teacher"), cli.datamodule
+    if search is None or not hasattr(data, "relabel"):
+        raise ValueError("featlearn teacher-check needs a config with a `teacher:` section and a TeacherMixture.")
+    student_sizes = sizes(args.student_sizes, "--student-sizes") if args.student_sizes else list(search.sizes)
+    if len(student_sizes) < 3:
+        raise ValueError(f"--student-sizes needs at least three sizes to find a minimum, got {student_sizes}.")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    teacher_data, key, classes = data.teacher_data(), data.teacher_data_key(), data.num_classes
+    results = []
+    for size in teacher_sizes:
+        teacher = search.teacher(teacher_data, key, classes, size)
+        data.relabel(lambda x, t=teacher: t(x).argmax(-1))
+        train_x, train_y = data.labelled_part("train", "injected")
+        test_x, test_y = data.labelled_part("test", "injected")
+        students = {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y, "unlabelled": None}
+        student_key = {"labels": search.teacher_spec(key, size), "part": "injected"}
+        curve = search.sweep_sizes(students, student_key, classes, student_sizes)
+        index, smoothed = first_local_minimum([row["test_loss"] for row in curve], search.neighbours)
+        for row, value in zip(curve, smoothed, strict=True):
+            row["smoothed_log_loss"] = value
+        results.append(
+            {
+                "teacher_size": size,
+                "student_minimum": curve[index]["size"],
+                "curve": curve,
+                "at_grid_end": index == len(curve) - 1,
+            }
+        )
+    _write_check(out, results, search.seeds)
+    return results
+
+
+def _write_check(out: Path, results: list[dict], seeds: int) -> None:
+    with open(out / "teacher_check.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "teacher_size",
+                "student_size",
+                "parameters",
+                "mean_test_loss",
+                "smoothed_log_loss",
+                "chosen",
+                "mean_test_acc",
+            ]
+        )
+        for result in results:
+            for row in result["curve"]:
+                writer.writerow(
+                    [
+                        result["teacher_size"],
+                        row["size"],
+                        row["parameters"],
+                        sum(row["test_loss"]) / len(row["test_loss"]),
+                        row["smoothed_log_loss"],
+                        int(row["size"] == result["student_minimum"]),
+                        sum(row["test_acc"]) / len(row["test_acc"]),
+                    ]
+                )
+    lines = [
+        f"# Students on the injected inputs, labelled by teachers of each size ({seeds} seeds per student)",
+        "",
+        "| teacher m | students' minimum m | at the grid's end |",
+        "| ---: | ---: | --- |",
+    ]
+    lines += [
+        f"| {r['teacher_size']} | {r['student_minimum']} | {'yes' if r['at_grid_end'] else 'no'} |" for r in results
+    ]
+    (out / "teacher_check.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        return
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for result in results:
+        params = [row["parameters"] for row in result["curve"]]
+        line = axes.plot(
+            params,
+            [math.exp(row["smoothed_log_loss"]) for row in result["curve"]],
+            "-o",
+            ms=3,
+            label=f"teacher m = {result['teacher_size']}",
+        )[0]
+        chosen = next(row for row in result["curve"] if row["size"] == result["student_minimum"])
+        axes.plot([chosen["parameters"]], [math.exp(chosen["smoothed_log_loss"])], "*", ms=14, color=line.get_color())
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("parameters of the student")
+    axes.set_ylabel("test loss on the injected inputs")
+    axes.set_title("Students' U-curves by teacher size (Figure 26)")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(out / "teacher_check.png", dpi=100)
+    plt.close(figure)
+
+
+def main(argv: list[str], build) -> None:
+    """Entry point of ``featlearn teacher-check ...``."""
+    try:
+        results = check_teacher_sizes(argv, build)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"featlearn teacher-check: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for result in results:
+        print(f"teacher m = {result['teacher_size']}: students' minimum at m = {result['student_minimum']}")
