@@ -234,6 +234,11 @@ class TeacherMixture(DataModel):
             "split_seed": self.split_seed,
         }
 
+    def labelled_data_key(self) -> dict:
+        """The part of :meth:`teacher_data_key` that determines L's rows alone (what a sweep on L depends on)."""
+        injected = ("injected", "gaussian_covariance", "injected_root", "patch_size")
+        return {k: v for k, v in self.teacher_data_key().items() if k not in injected}
+
     def relabel(self, labeller: Callable[[Tensor], Tensor], chunk: int = 4096) -> None:
         """Label every input of both parts by ``labeller``: inputs (n, ...) on the CPU -> classes (n,).
 

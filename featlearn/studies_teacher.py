@@ -390,13 +390,14 @@ class TeacherSearch:
         """Algorithm 1 on ``datamodule`` (a TeacherMixture), then label it; returns the teacher.
 
         Args:
-            datamodule: Gives :meth:`teacher_data`, :meth:`teacher_data_key`, ``num_classes``
-                and takes :meth:`relabel`.
+            datamodule: Gives ``teacher_data()``, ``teacher_data_key()``, ``labelled_data_key()``,
+                ``num_classes`` and takes ``relabel()``.
             trainer: The student's trainer, whose loggers and folder receive the curve.
         """
         data, key, classes = datamodule.teacher_data(), datamodule.teacher_data_key(), datamodule.num_classes
         if self.size is None:
-            self.sweep = self.sweep_sizes(data, key, classes, self.sizes)
+            # The sweep trains on L alone: its points serve every injected source.
+            self.sweep = self.sweep_sizes(data, datamodule.labelled_data_key(), classes, self.sizes)
             index, smoothed = first_local_minimum([row["test_loss"] for row in self.sweep], self.neighbours)
             for row, value in zip(self.sweep, smoothed, strict=True):
                 row["smoothed_log_loss"] = value
@@ -426,7 +427,12 @@ class TeacherSearch:
             accuracy = 100.0 * float((teacher(data["test_x"]).argmax(-1) == data["test_y"]).double().mean())
         counts = datamodule.label_counts()
         share = counts["train_injected"].double() / max(int(counts["train_injected"].sum()), 1)
-        how = "set by teacher.init_args.size" if self.size else "the U-curve minimum"
+        if self.size:
+            how = "set by teacher.init_args.size"
+        elif self.sweep and self.chosen_size == self.sweep[-1]["size"]:
+            how = "the grid's largest size: the test loss fell over the whole grid, no minimum found"
+        else:
+            how = "the first minimum of the smoothed test-loss curve"
         summary = (
             f"teacher m = {self.chosen_size} ({how}); "
             f"test accuracy on L (its own labels) {accuracy:.1f}%; class shares of its labels on U's training "

@@ -49,3 +49,36 @@ def test_the_callback_refuses_a_data_model_without_parts(fit):
     data = LabelledTensors((x, y), (x, y), num_classes=2, batch_size=4)
     with pytest.raises(ValueError, match="TeacherMixture"):
         fit(MulticlassClassifier(QuadraticFC(4, 2, 2), num_classes=2, lr=0.1), data, 1, callbacks=[PartAccuracy()])
+
+
+def test_a_student_on_a_mixture_resumes_exactly_and_refuses_another_alpha(fit, tmp_path):
+    from featlearn.callbacks import StepCheckpoint
+
+    def make(alpha=0.5):
+        data = TeacherMixture(
+            source="digits",
+            train_size=200,
+            test_size=40,
+            alpha=alpha,
+            batch_size=16,
+            ensemble_size=2,
+            reference_members=1,
+            seed=3,
+        )
+        data.relabel(first_pixel_teacher)
+        model = MulticlassClassifier(
+            QuadraticFC(64, 4, 10), num_classes=10, lr=0.01, momentum=0.9, ensemble_size=2, seed=1
+        )
+        return model, data
+
+    full, data = make()
+    fit(full, data, 6)
+    first, data = make()
+    fit(first, data, 3, enable_checkpointing=True, callbacks=[StepCheckpoint(dirpath=tmp_path, every_n_train_steps=3)])
+    resumed, data = make()
+    fit(resumed, data, 6, ckpt_path=str(tmp_path / "epoch=0-step=3.ckpt"))
+    for a, b in zip(resumed.parameters(), full.parameters(), strict=True):
+        assert torch.equal(a, b)
+    other, data = make(alpha=0.25)
+    with pytest.raises(ValueError, match="data.alpha"):
+        fit(other, data, 6, ckpt_path=str(tmp_path / "epoch=0-step=3.ckpt"))

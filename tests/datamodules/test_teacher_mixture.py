@@ -137,3 +137,10 @@ def test_labelled_tensors_carry_unlabelled_inputs_drawn_per_step_and_member():
     rows = {tuple(r.tolist()) for r in batch.unlabelled[0]}
     assert rows <= {tuple(r.tolist()) for r in u} and len(rows) == 8  # distinct rows of the pool
     assert LabelledTensors((x, y), (x, y), batch_size=5).train_batch(1).unlabelled is None
+
+
+def test_the_labelled_datas_key_ignores_the_injected_source():
+    gaussian, patches = digits_mixture(), digits_mixture(injected="natural_patches")
+    assert gaussian.labelled_data_key() == patches.labelled_data_key()
+    assert gaussian.teacher_data_key() != patches.teacher_data_key()
+    assert torch.equal(gaussian.teacher_data()["train_x"], patches.teacher_data()["train_x"])

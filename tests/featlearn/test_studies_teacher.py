@@ -103,7 +103,7 @@ def test_the_search_labels_the_mixture_and_a_second_run_reuses_every_trained_tea
 @pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
 def test_an_interrupted_sweep_resumes_from_the_sizes_already_trained(tmp_path, monkeypatch):
     data = TeacherMixture(source="digits", train_size=300, test_size=100)
-    search(tmp_path).sweep_sizes(data.teacher_data(), data.teacher_data_key(), 10, [1, 2])
+    search(tmp_path).sweep_sizes(data.teacher_data(), data.labelled_data_key(), 10, [1, 2])
     widths = []
     original = TeacherSearch._train
 
@@ -166,3 +166,20 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
         check_teacher_sizes(["--config", str(config), "--teacher-sizes", "x", "--out", str(out)], build_cli)
     with pytest.raises(ValueError, match="at least three"):
         check_teacher_sizes(["--config", str(config), "--student-sizes", "1,2", "--out", str(out)], build_cli)
+
+
+@pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
+def test_the_sweep_on_l_serves_every_injected_source(tmp_path, monkeypatch):
+    search(tmp_path).run(TeacherMixture(source="digits", train_size=300, test_size=100))
+    widths = []
+    original = TeacherSearch._train
+
+    def counting(self, data_, classes, width, *args, **kwargs):
+        widths.append(width)
+        return original(self, data_, classes, width, *args, **kwargs)
+
+    monkeypatch.setattr(TeacherSearch, "_train", counting)
+    patches = TeacherMixture(source="digits", train_size=300, test_size=100, injected="natural_patches", patch_size=32)
+    chosen = search(tmp_path)
+    chosen.run(patches)
+    assert widths == [chosen.chosen_size]  # no sweep point retrained; the teacher (R on other U) is new
