@@ -7,6 +7,9 @@ import torch
 from featlearn.datamodules import TeacherMixture
 from featlearn.studies_teacher import TeacherCache, TeacherSearch, first_local_minimum
 
+# Tiny sweeps (three sizes, a few steps) often fall over the whole grid; the warning is tested by name below.
+pytestmark = pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
+
 FC_DIGITS = {"class_path": "QuadraticFC", "init_args": {"in_features": 64, "num_outputs": 10}}
 
 
@@ -100,7 +103,6 @@ def test_the_search_labels_the_mixture_and_a_second_run_reuses_every_trained_tea
         assert torch.equal(a, b)
 
 
-@pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
 def test_an_interrupted_sweep_resumes_from_the_sizes_already_trained(tmp_path, monkeypatch):
     data = TeacherMixture(source="digits", train_size=300, test_size=100)
     search(tmp_path).sweep_sizes(data.teacher_data(), data.labelled_data_key(), 10, [1, 2])
@@ -168,7 +170,6 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
         check_teacher_sizes(["--config", str(config), "--student-sizes", "1,2", "--out", str(out)], build_cli)
 
 
-@pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
 def test_the_sweep_on_l_serves_every_injected_source(tmp_path, monkeypatch):
     search(tmp_path).run(TeacherMixture(source="digits", train_size=300, test_size=100))
     widths = []
@@ -183,3 +184,19 @@ def test_the_sweep_on_l_serves_every_injected_source(tmp_path, monkeypatch):
     chosen = search(tmp_path)
     chosen.run(patches)
     assert widths == [chosen.chosen_size]  # no sweep point retrained; the teacher (R on other U) is new
+
+
+def test_a_curve_that_falls_over_the_whole_grid_is_said(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        TeacherSearch,
+        "sweep_sizes",
+        lambda self, data, key, classes, sizes: [
+            {"size": m, "parameters": 10 * m, "test_loss": [3.0 / m], "test_acc": [50.0]} for m in sizes
+        ],
+    )
+    monkeypatch.setattr(TeacherSearch, "teacher", lambda self, data, key, classes, width: torch.nn.Linear(64, 10))
+    data = TeacherMixture(source="digits", train_size=100, test_size=20)
+    found = search(tmp_path)
+    with pytest.warns(UserWarning, match="decreases over the whole grid"):
+        found.run(data)
+    assert found.chosen_size == 4
