@@ -74,6 +74,7 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         self.seed = seed
         self.eval_batch_size = eval_batch_size
         self._generators = GeneratorPool()
+        self._device_views: dict[str, tuple[Tensor, ...]] = {}
 
     # ------------------------------------------------------------------ subclass API
     @property
@@ -133,6 +134,29 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         if trainer is None:
             return torch.device("cpu")
         return trainer.strategy.root_device
+
+    def shared_views(self, key: str, *tensors: Tensor, build=None) -> tuple[Tensor, ...]:
+        """One copy of each tensor (n, ...) on the training device, seen by all S members as (S, n, ...).
+
+        The members' views have stride 0 along S: a real dataset is stored once however
+        large the ensemble. Cached under ``key`` while the device and the ensemble size
+        stay the same (the same tensor objects on every call, as :meth:`train_set`
+        promises). With ``build`` (a callable returning the (S, n, ...) tensors), its
+        result is cached instead, for sets that differ between members.
+        """
+        device, members = self.device, self.ensemble_size
+        cached = self._device_views.get(key)
+        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
+            if build is not None:
+                cached = tuple(t.to(device) for t in build())
+            else:
+                cached = tuple(t.to(device).unsqueeze(0).expand(members, *t.shape) for t in tensors)
+            self._device_views[key] = cached
+        return cached
+
+    def forget_device_views(self) -> None:
+        """Drop the cached device views (after the underlying sets changed)."""
+        self._device_views.clear()
 
     # ------------------------------------------------------------------ finite sets
     def train_batch(self, step: int) -> TrainBatch:

@@ -33,7 +33,26 @@ def fit_standardizer(train: Tensor, mode: str) -> Callable[[Tensor], Tensor]:
     return lambda x: x
 
 
-class ImageDataModule(DataModel):
+class SourceShape:
+    """The input shape of a data model on an image ``source`` (its ``flatten`` setting decides)."""
+
+    source: str
+    flatten: bool
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """The shape of one input: (d,) when flattened, else (C, H, W)."""
+        c, h, w = SOURCES[self.source].shape
+        return (c * h * w,) if self.flatten else (c, h, w)
+
+    @property
+    def input_dim(self) -> int:
+        """The number of pixel values C H W: d of the flattened inputs."""
+        c, h, w = SOURCES[self.source].shape
+        return c * h * w
+
+
+class ImageDataModule(SourceShape, DataModel):
     r"""A finite set of real images with two classes, labelled y in {-1, +1}.
 
     The images of ``classes = (c_-, c_+)`` are taken from the source (see
@@ -148,21 +167,8 @@ class ImageDataModule(DataModel):
             raise ValueError(f"data.root is required for source: {source}: {info.how_to_get}.")
         self.root = root
         self._splits: dict[str, tuple[Tensor, Tensor]] | None = None  # CPU, preprocessed: x (n, ...), y (n,)
-        self._on_device: dict[str, tuple[Tensor, Tensor]] = {}  # shared (S, n, ...) views on the device
 
-    # ------------------------------------------------------------------ shape
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        """The shape of one input: (d,) when flattened, else (C, H, W)."""
-        c, h, w = SOURCES[self.source].shape
-        return (c * h * w,) if self.flatten else (c, h, w)
-
-    @property
-    def input_dim(self) -> int:
-        """The number of pixel values C H W: d of the flattened inputs."""
-        c, h, w = SOURCES[self.source].shape
-        return c * h * w
-
+    # ------------------------------------------------------------------ sizes
     @property
     def train_size(self) -> int:
         """n, the number of training rows (reads the data the first time)."""
@@ -199,15 +205,7 @@ class ImageDataModule(DataModel):
         return torch.stack([x[y == -1].mean(0), x[y == 1].mean(0)])
 
     def _device_split(self, split: str) -> tuple[Tensor, Tensor]:
-        device, members = self.device, self.ensemble_size
-        cached = self._on_device.get(split)
-        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
-            x, y = self._load()[split]
-            x, y = x.to(device), y.to(device)
-            # One copy on the device; the members' (S, n, ...) is a stride-0 view of it.
-            cached = (x.unsqueeze(0).expand(members, *x.shape), y.unsqueeze(0).expand(members, *y.shape))
-            self._on_device[split] = cached
-        return cached
+        return self.shared_views(split, *self._load()[split])
 
     def _load(self) -> dict[str, tuple[Tensor, Tensor]]:
         if self._splits is None:

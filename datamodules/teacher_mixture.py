@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from featlearn.datamodules.base import DataModel
-from featlearn.datamodules.images import STANDARDIZATIONS, fit_standardizer
+from featlearn.datamodules.images import STANDARDIZATIONS, SourceShape, fit_standardizer
 from featlearn.datamodules.sources import (
     DEBIAN_FASHION_MNIST,
     SOURCES,
@@ -27,7 +27,7 @@ GAUSSIAN_COVARIANCES = ("isotropic", "matched")
 ORIGINAL, INJECTED = 0, 1
 
 
-class TeacherMixture(DataModel):
+class TeacherMixture(SourceShape, DataModel):
     r"""A mixture of real inputs L and injected inputs U, every input labelled by one teacher.
 
     Shi et al. keep the labelling function and change the input distribution: a teacher
@@ -169,25 +169,12 @@ class TeacherMixture(DataModel):
         self._parts: dict[str, Tensor] | None = None  # CPU inputs (n, ...) by part name
         self._own_labels: dict[str, Tensor] | None = None  # L's labels by split
         self._labels: dict[str, Tensor] | None = None  # the teacher's, by part name
-        self._on_device: dict[str, tuple[Tensor, Tensor]] = {}
 
     # ------------------------------------------------------------------ shape and sizes
     @property
     def num_classes(self) -> int:
         """C, the classes of L (and of the teacher's labels)."""
         return SOURCES[self.source].num_classes
-
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        """One input's shape: (d,) when flattened, else (C, H, W)."""
-        c, h, w = SOURCES[self.source].shape
-        return (c * h * w,) if self.flatten else (c, h, w)
-
-    @property
-    def input_dim(self) -> int:
-        """The number of values C H W of one input: d."""
-        c, h, w = SOURCES[self.source].shape
-        return c * h * w
 
     @property
     def train_size(self) -> int:
@@ -253,7 +240,7 @@ class TeacherMixture(DataModel):
                 raise ValueError(f"The teacher's labels of {name} are not {x.shape[0]} classes in 0..C-1.")
             labels[name] = y.long()
         self._labels = labels
-        self._on_device.clear()
+        self.forget_device_views()
 
     def labelled_part(self, split: str, part: str) -> tuple[Tensor, Tensor]:
         """One part of one split with the teacher's labels, on the CPU: x (n, ...), y (n,).
@@ -296,14 +283,14 @@ class TeacherMixture(DataModel):
         if split == "val":
             x, y = self._members_set("test")
             return x[:, :0], y[:, :0]
-        return self._shared("test_mixture", *self._mixture("test"))
+        return self.shared_views("test_mixture", *self._mixture("test"))
 
     def part_sets(self, split: str = "test") -> dict[str, tuple[Tensor, Tensor]]:
         """Each part of ``split`` alone, labelled by the teacher: ``original`` and ``injected``, (S, n, ...), (S, n)."""
         self._require_labels()
         parts = self._load()
         return {
-            part: self._shared(f"{split}_{part}", parts[f"{split}_{part}"], self._labels[f"{split}_{part}"])
+            part: self.shared_views(f"{split}_{part}", parts[f"{split}_{part}"], self._labels[f"{split}_{part}"])
             for part in ("original", "injected")
         }
 
@@ -317,30 +304,19 @@ class TeacherMixture(DataModel):
 
     def _members_set(self, split: str) -> tuple[Tensor, Tensor]:
         if not self.reference_members:
-            return self._shared(f"{split}_mixture", *self._mixture(split))
-        key = f"{split}_members"
-        device, members = self.device, self.ensemble_size
-        cached = self._on_device.get(key)
-        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
-            mixture = [t.to(device) for t in self._mixture(split)]
-            original = [self._load()[f"{split}_original"].to(device), self._labels[f"{split}_original"].to(device)]
-            groups = self.member_groups()
+            return self.shared_views(f"{split}_mixture", *self._mixture(split))
+
+        def build() -> tuple[Tensor, Tensor]:
             # Two groups with different sets: one copy per member (no stride-0 view spans both).
-            cached = tuple(
+            mixture = self._mixture(split)
+            original = (self._load()[f"{split}_original"], self._labels[f"{split}_original"])
+            groups = self.member_groups()
+            return tuple(
                 torch.stack([mixture[i]] * len(groups["mixture"]) + [original[i]] * len(groups["reference"]))
                 for i in range(2)
             )
-            self._on_device[key] = cached
-        return cached
 
-    def _shared(self, key: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        device, members = self.device, self.ensemble_size
-        cached = self._on_device.get(key)
-        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
-            x, y = x.to(device), y.to(device)
-            cached = (x.unsqueeze(0).expand(members, *x.shape), y.unsqueeze(0).expand(members, *y.shape))
-            self._on_device[key] = cached
-        return cached
+        return self.shared_views(f"{split}_members", build=build)
 
     def _require_labels(self) -> None:
         if self._labels is None:

@@ -52,35 +52,26 @@ class LabelledTensors(DataModel):
         self.num_classes = num_classes
         self._sets = {"train": train, "test": test, "val": (train[0][:0], train[1][:0])}
         self._unlabelled = unlabelled
-        self._on_device: dict[str, tuple[Tensor, ...]] = {}
 
     @property
     def input_dim(self) -> int:
         """The number of values of one input."""
         return int(self._sets["train"][0][0].numel())
 
-    def _shared(self, name: str, *tensors: Tensor) -> tuple[Tensor, ...]:
-        device, members = self.device, self.ensemble_size
-        cached = self._on_device.get(name)
-        if cached is None or cached[0].device != device or cached[0].shape[0] != members:
-            cached = tuple(t.to(device).unsqueeze(0).expand(members, *t.shape) for t in tensors)
-            self._on_device[name] = cached
-        return cached
-
     def train_set(self) -> tuple[Tensor, Tensor]:
         """The training set x (S, n, ...), y (S, n), shared by the members."""
-        return self._shared("train", *self._sets["train"])
+        return self.shared_views("train", *self._sets["train"])
 
     def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
         """The test set (``"test"``), or an empty validation set (``"val"``): x (S, n, ...), y (S, n)."""
-        return self._shared(split, *self._sets[split])
+        return self.shared_views(split, *self._sets[split])
 
     def train_batch(self, step: int) -> TrainBatch:
         """The labelled minibatch of ``step``, with its unlabelled inputs (S, B_u, ...) when there are any."""
         batch = super().train_batch(step)
         if self._unlabelled is None:
             return batch
-        (pool,) = self._shared("unlabelled", self._unlabelled)  # (S, m, ...)
+        (pool,) = self.shared_views("unlabelled", self._unlabelled)  # (S, m, ...)
         m, size, device = pool.shape[1], self.unlabelled_batch_size, self.device
         if size >= m:
             unlabelled = pool

@@ -56,7 +56,74 @@ def member_outputs(members: nn.ModuleList, x: Tensor) -> Tensor:
     return torch.stack(outs)
 
 
-class ModuleClassifier(ScheduledSGDModule):
+class NetworkEnsemble(ScheduledSGDModule):
+    """The part of :class:`ModuleClassifier` and :class:`~featlearn.models.MulticlassClassifier` they share.
+
+    S copies of a given ``nn.Module`` (:func:`initialised_copies`) as ``self.net``, one
+    parameter group with rate, decay and momentum schedules, updates in training mode,
+    every evaluation (:meth:`scores`) in evaluation mode (batch norm on its running
+    statistics, so diagnostics never move them), and the networks' convolutions as
+    :meth:`filter_banks`. A subclass states the loss and :meth:`_outputs`.
+    """
+
+    def __init__(
+        self,
+        network: nn.Module,
+        lr: ScheduleSpec,
+        weight_decay: ScheduleSpec,
+        momentum: ScheduleSpec,
+        ensemble_size: int,
+        seed: int | None,
+        max_members_logged: int,
+        loss: str = "logistic",
+    ) -> None:
+        super().__init__(
+            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
+        )
+        if not isinstance(network, nn.Module):
+            raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
+        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
+        self.net = initialised_copies(network, self.seed, ensemble_size)
+        params = [p for p in self.net.parameters() if p.requires_grad]
+        self._set_groups(
+            {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
+        )
+
+    def _outputs(self, x: Tensor) -> Tensor:
+        """Every member's outputs on its inputs x (S, B, ...)."""
+        raise NotImplementedError
+
+    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
+        """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
+        banks = {}
+        for name, module in self.net[member].named_modules():
+            if isinstance(module, nn.Conv2d):
+                weight = module.weight
+                value = weight.grad if gradients else weight
+                if value is None:
+                    value = torch.zeros_like(weight)
+                banks[name] = value.detach().flatten(1)
+        return banks or None
+
+    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
+        return self._outputs(x)
+
+    def scores(self, x: Tensor) -> Tensor:
+        """The outputs in evaluation mode (batch norm on its running statistics)."""
+        self._check_members(x)  # the training update checks its batches itself
+        was_training = self.net.training
+        self.net.eval()
+        try:
+            return self._outputs(x)
+        finally:
+            self.net.train(was_training)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """:meth:`scores` for x (S, B, ...)."""
+        return self.scores(x)
+
+
+class ModuleClassifier(NetworkEnsemble):
     r"""Trains S copies of a network ``g: x -> R`` by scheduled SGD on a margin loss.
 
     Member s minimises :math:`\frac1B \sum_i \ell(y_i\, g_s(x_i)) + \lambda(t) \lVert \theta_s
@@ -94,18 +161,8 @@ class ModuleClassifier(ScheduledSGDModule):
         seed: int | None = None,
         max_members_logged: int = 8,
     ) -> None:
-        super().__init__(
-            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
-        )
-        if not isinstance(network, nn.Module):
-            raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
+        super().__init__(network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, loss=loss)
         self.save_hyperparameters(ignore=["network"])
-        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
-        self.net = initialised_copies(network, self.seed, ensemble_size)
-        params = [p for p in self.net.parameters() if p.requires_grad]
-        self._set_groups(
-            {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
-        )
 
     def _outputs(self, x: Tensor) -> Tensor:
         """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
@@ -116,32 +173,3 @@ class ModuleClassifier(ScheduledSGDModule):
                 f"Set its num_outputs to 1 for a binary task (MulticlassClassifier trains C outputs)."
             )
         return scores[..., 0]
-
-    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
-        """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
-        banks = {}
-        for name, module in self.net[member].named_modules():
-            if isinstance(module, nn.Conv2d):
-                weight = module.weight
-                value = weight.grad if gradients else weight
-                if value is None:
-                    value = torch.zeros_like(weight)
-                banks[name] = value.detach().flatten(1)
-        return banks or None
-
-    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
-        return self._outputs(x)
-
-    def scores(self, x: Tensor) -> Tensor:
-        """G (S, B) in evaluation mode (batch norm on its running statistics)."""
-        self._check_members(x)  # the training update checks its batches itself
-        was_training = self.net.training
-        self.net.eval()
-        try:
-            return self._outputs(x)
-        finally:
-            self.net.train(was_training)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """G (S, B) for x (S, B, ...)."""
-        return self.scores(x)

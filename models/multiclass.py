@@ -6,9 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from featlearn.batches import SetRows
-from featlearn.models.base import ScheduledSGDModule
-from featlearn.models.classifier import initialised_copies, member_outputs
+from featlearn.models.classifier import NetworkEnsemble, member_outputs
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.validation import check_int, check_number
 
@@ -43,7 +41,7 @@ def balance_entropy_regularizer(logits: Tensor, entropy_weight: float) -> Tensor
     return r1 + entropy_weight * r2
 
 
-class MulticlassClassifier(ScheduledSGDModule):
+class MulticlassClassifier(NetworkEnsemble):
     r"""Trains S copies of a network ``g: x -> R^C`` by scheduled SGD on the cross-entropy.
 
     Member s minimises
@@ -93,21 +91,13 @@ class MulticlassClassifier(ScheduledSGDModule):
         seed: int | None = None,
         max_members_logged: int = 8,
     ) -> None:
-        super().__init__(ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum)
-        if not isinstance(network, nn.Module):
-            raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
+        super().__init__(network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged)
         self.num_classes = check_int("model.num_classes", num_classes, 2)
         self.entropy_weight = float(check_number("model.entropy_weight", entropy_weight, 0.0))
         self.regularizer_weight = as_schedule(regularizer_weight, "model.regularizer_weight")
         self.loss_name = "cross_entropy"
         self.margin_loss = self.margin_loss_derivative_abs = None  # no margin y f with C classes
         self.save_hyperparameters(ignore=["network"])
-        self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
-        self.net = initialised_copies(network, self.seed, ensemble_size)
-        params = [p for p in self.net.parameters() if p.requires_grad]
-        self._set_groups(
-            {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
-        )
 
     # ------------------------------------------------------------------ outputs
     def _outputs(self, x: Tensor) -> Tensor:
@@ -120,36 +110,14 @@ class MulticlassClassifier(ScheduledSGDModule):
             )
         return logits
 
-    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
-        return self._outputs(x)
-
     def scores(self, x: Tensor) -> Tensor:
         """Logits (S, B, C) in evaluation mode."""
-        self._check_members(x)
-        was_training = self.net.training
-        self.net.eval()
-        try:
-            return self._outputs(x)
-        finally:
-            self.net.train(was_training)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Logits (S, B, C) for x (S, B, ...)."""
-        return self.scores(x)
+        return super().scores(x)
 
     @torch.no_grad()
     def predict_classes(self, x: Tensor) -> Tensor:
         """The predicted class of every member: x (S, B, ...) -> (S, B) indices."""
         return self.scores(x).argmax(-1)
-
-    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
-        """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
-        banks = {}
-        for name, module in self.net[member].named_modules():
-            if isinstance(module, nn.Conv2d):
-                value = module.weight.grad if gradients else module.weight
-                banks[name] = (torch.zeros_like(module.weight) if value is None else value).detach().flatten(1)
-        return banks or None
 
     # ------------------------------------------------------------------ objective
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
