@@ -57,7 +57,8 @@ class TeacherMixture(SourceShape, DataModel):
       placed Tiny ImageNet's ``train/``).
 
     Natural images are brought to L's shape (:func:`~featlearn.datamodules.sources.to_image_shape`:
-    grey <-> RGB, antialiased resize). Then both parts go through the same
+    grey <-> RGB, antialiased resize) and normalised to L's pixel mean and standard
+    deviation (an affine map of all their pixels). Then both parts go through the same
     ``standardize`` (statistics of L's training rows) and ``flatten``.
 
     **Splits.** L's training part is shuffled once (``split_seed``); N = ``train_size``
@@ -386,11 +387,27 @@ class TeacherMixture(SourceShape, DataModel):
                         f"({smallest}): lower it."
                     )
                 patches = random_patches(photos, n, self.patch_size, gen)
-                out[split] = to_image_shape(patches, shape, "data.injected: natural_patches")
+                out[split] = self._normalised(
+                    to_image_shape(patches, shape, "data.injected: natural_patches"), original
+                )
             else:
                 images = image_folder(self.injected_root, n, gen)
-                out[split] = to_image_shape(images, shape, f"data.injected_root {self.injected_root!r}")
+                images = to_image_shape(images, shape, f"data.injected_root {self.injected_root!r}")
+                out[split] = self._normalised(images, original)
         return out
+
+    @staticmethod
+    def _normalised(images: Tensor, original: Tensor) -> Tensor:
+        """Natural images given L's pixel statistics: (x - mean_U) / std_U * std_L + mean_L.
+
+        Photographs are brighter and higher in contrast than digits; without this their
+        inputs' norms would differ from L's by a factor (2.5 for MNIST against the shipped
+        photographs), and the quadratic students diverged. Each part's statistics are
+        over all of its pixels.
+        """
+        std = images.std()
+        scale = original.std() / std if std > 0 else 1.0
+        return (images - images.mean()) * scale + original.mean()
 
     def _gaussian(self, original: Tensor, n: int, gen: torch.Generator) -> Tensor:
         """Draw n Gaussian images with L's per-pixel mean and its covariance (matched) or average variance."""

@@ -78,8 +78,11 @@ def test_matched_gaussians_have_the_datas_covariance():
 
 def test_injected_natural_patches_and_image_folders_take_the_datas_shape(tmp_path):
     patches = digits_mixture(injected="natural_patches", patch_size=32, standardize="none")
-    u = patches.teacher_data()["unlabelled"]
-    assert u.shape == (400, 64) and 0 <= u.min() and u.max() <= 1 and u.std() > 0.01
+    u, real = patches.teacher_data()["unlabelled"], patches.teacher_data()["train_x"]
+    assert u.shape == (400, 64) and u.std() > 0.01
+    # normalised to the digits' pixel statistics (the training pool's mean and spread)
+    assert u.mean().item() == pytest.approx(real.mean().item(), abs=0.02)
+    assert u.std().item() == pytest.approx(real.std().item(), rel=0.05)
     rng = np.random.default_rng(0)
     for cls in ("a", "b"):
         (tmp_path / "folder" / cls).mkdir(parents=True)
