@@ -564,7 +564,11 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
 
     teacher_sizes = sizes(args.teacher_sizes, "--teacher-sizes")
     cli_args = [a for path in args.config for a in ("--config", path)] + ["--trainer.logger", "false"]
-    cli = build(cli_args, run=False)
+    argv_before, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
+    try:
+        cli = build(cli_args, run=False)
+    finally:
+        sys.argv = argv_before
     search, data = cli.config_init.get("teacher"), cli.datamodule
     if search is None or not hasattr(data, "relabel"):
         raise ValueError("featlearn teacher-check needs a config with a `teacher:` section and a TeacherMixture.")
