@@ -7,8 +7,8 @@ import torch
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
-from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.validation import check_number, is_number
+from featlearn.callbacks.base import DiagnosticCallback, log_spaced_steps
+from featlearn.validation import check_int, check_number, is_number
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
@@ -111,6 +111,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         boundary_fraction: q in the phase-boundary rule, in (0, 0.25].
         quantiles: Quantiles of the per-neuron distributions to log, in [0, 1].
         evaluate_test: Also compute test loss and error at each cadence step.
+        pictures_per_decade: How often to draw the neurons (:meth:`draw_neurons`): at
+            cadence steps spaced this many per factor of 10, plus step 0 and the last
+            (0: never). Each picture is the TensorBoard image ``phase/neurons`` and
+            ``phase_neurons_step<t>.png`` in the run folder.
     """
 
     def __init__(
@@ -121,8 +125,13 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         boundary_fraction: float = 0.1,
         quantiles: tuple[float, ...] = (0.1, 0.5, 0.9),
         evaluate_test: bool = True,
+        pictures_per_decade: int = 2,
     ) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
+        self.pictures_per_decade = check_int("XORPhaseDiagnostics.pictures_per_decade", pictures_per_decade, 0)
+        self._picture_steps: set[int] = set()
+        #: Steps at which the neurons were drawn.
+        self.pictured_steps: list[int] = []
         check_number("XORPhaseDiagnostics.signal_heavy_ratio", signal_heavy_ratio, 0.0, strict=True)
         check_number(
             "XORPhaseDiagnostics.boundary_fraction",
@@ -151,6 +160,11 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             )
         if len(self.boundary_steps) != pl_module.ensemble_size:
             self.boundary_steps = [None] * pl_module.ensemble_size
+        max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
+        wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
+        # Each picture lands on the nearest step the diagnostics run at anyway.
+        due = sorted(self._steps) if self.cadence == "log" else sorted(set(range(0, max_steps + 1, self.cadence)))
+        self._picture_steps = {min(due, key=lambda t, w=w: abs(t - w)) for w in wanted} if due else set()
 
     def _summary_stats(self, name: str, values: Tensor) -> dict[str, Tensor]:
         """Mean and quantiles over neurons of (S, p) values, averaged over members."""
@@ -199,6 +213,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
 
         if coverage is None:  # no learned neurons (the NTK): no phase boundary to detect
             return metrics
+        if trainer.is_global_zero:
+            self._histograms(trainer, comp, a, step)
+            if step in self._picture_steps:
+                self.draw_neurons(trainer, w[0], a[0], mu_1, mu_2, step)
         reached = coverage.min(dim=1).values >= self.boundary_fraction  # (S,)
         for s, hit in enumerate(reached.tolist()):
             if hit and self.boundary_steps[s] is None:
@@ -206,6 +224,73 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 tag = "phase/boundary_step" if len(reached) == 1 else f"phase_members/boundary_step_{s}"
                 metrics[tag] = torch.tensor(float(step))
         return metrics
+
+    def _histograms(self, trainer: pl.Trainer, comp: dict[str, Tensor], a: Tensor, step: int) -> None:
+        """TensorBoard histograms over all neurons of a_j and of ||w_sig|| / ||w||."""
+        for logger in trainer.loggers:
+            experiment = getattr(logger, "experiment", None)
+            if hasattr(experiment, "add_histogram"):
+                experiment.add_histogram("phase/a", a.detach().flatten().cpu(), global_step=step)
+                ratio = comp["sig"] / comp["norm"].clamp_min(1e-30)
+                experiment.add_histogram("phase/sig_over_norm", ratio.detach().flatten().cpu(), global_step=step)
+
+    def draw_neurons(self, trainer: pl.Trainer, w: Tensor, a: Tensor, mu_1: Tensor, mu_2: Tensor, step: int) -> None:
+        r"""Picture one member's neurons in the signal plane (Glasgow's two phases, Section 4).
+
+        Left: each neuron's projection (w . mu_1 / ||mu_1||, w . mu_2 / ||mu_2||) on
+        span(mu_1, mu_2), red where a_j > 0 (the neurons that serve the label +1 clusters
+        +-mu_1), blue where a_j < 0. Right: ||w_sig|| against ||w_opp|| + ||w_perp||
+        (:func:`neuron_components`), with the signal-heavy line. During signal finding the
+        cloud sits near the origin on the left and below the line on the right; in the
+        signal-heavy phase the red neurons stretch along the mu_1 axis, the blue along
+        mu_2, and they cross the line.
+
+        Args:
+            trainer: Its loggers receive the image ``phase/neurons``; its folder the PNG.
+            w: One member's first-layer weights (p, d).
+            a: Its output weights (p,).
+            mu_1: (d,), the label +1 cluster direction.
+            mu_2: (d,), the label -1 cluster direction.
+            step: The update step drawn.
+        """
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError:  # pictures are optional (pip install featlearn[figures])
+            return
+        from featlearn.callbacks.pictures import publish_figure
+
+        comp = neuron_components(w.unsqueeze(0), a.unsqueeze(0), mu_1, mu_2)
+        c_1 = (w @ (mu_1 / mu_1.norm())).cpu().numpy()
+        c_2 = (w @ (mu_2 / mu_2.norm())).cpu().numpy()
+        colours = ["tab:red" if v >= 0 else "tab:blue" for v in a.tolist()]
+        figure, (left, right) = plt.subplots(1, 2, figsize=(9, 4.2))
+        reach = max(float(abs(c_1).max()), float(abs(c_2).max()), 1e-12) * 1.1
+        left.plot([-reach, reach], [0, 0], color="0.8", lw=1, zorder=0)
+        left.plot([0, 0], [-reach, reach], color="0.8", lw=1, zorder=0)
+        left.scatter(c_1, c_2, s=8, c=colours)
+        left.set_xlim(-reach, reach)
+        left.set_ylim(-reach, reach)
+        left.set_aspect("equal")
+        left.set_xlabel("w . mu_1 / |mu_1|   (red: a > 0)")
+        left.set_ylabel("w . mu_2 / |mu_2|   (blue: a < 0)")
+        left.set_title(f"neurons in the signal plane, step {step}")
+        sig = comp["sig"][0].cpu().numpy()
+        rest = (comp["opp"][0] + comp["perp"][0]).cpu().numpy()
+        right.scatter(rest, sig, s=8, c=colours)
+        top = max(float(rest.max()), float(sig.max()), 1e-12) * 1.1
+        right.plot([0, top], [0, self.signal_heavy_ratio * top], "k--", lw=1, label="signal-heavy line")
+        right.set_xlim(0, top)
+        right.set_ylim(0, top)
+        right.set_xlabel("|w_opp| + |w_perp|")
+        right.set_ylabel("|w_sig|")
+        right.set_title("signal against the rest")
+        right.legend(loc="upper left")
+        figure.tight_layout()
+        publish_figure(trainer, "phase/neurons", figure, step=step, filename=f"phase_neurons_step{step:06d}.png")
+        self.pictured_steps.append(step)
 
     def summary(self) -> str:
         """A short text summary of the run's phases (also printed at the end of fit)."""

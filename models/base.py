@@ -338,7 +338,27 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         metrics = {f"{split}/loss": loss.mean(), f"{split}/error": error.mean()}
         metrics.update(self._member_metrics(split, "loss", loss))
         metrics.update(self._member_metrics(split, "error", error))
-        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1])
+        # Reduced over the chunks by Lightning; written to the loggers by _write_eval (no "epoch" chart).
+        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1], logger=False)
+
+    def _write_eval(self, split: str) -> None:
+        """Write the reduced ``split`` metrics to the loggers at the current update step.
+
+        Through Lightning's own logging every write would also add an ``epoch`` chart,
+        meaningless for step-based runs, to TensorBoard.
+        """
+        if not self.trainer.is_global_zero or not self.loggers:
+            return
+        prefixes = (f"{split}/", f"{split}_members/")
+        metrics = {k: float(v) for k, v in self.trainer.callback_metrics.items() if k.startswith(prefixes)}
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.global_step)
+
+    def on_validation_end(self) -> None:  # noqa: D102
+        self._write_eval("val")
+
+    def on_test_end(self) -> None:  # noqa: D102
+        self._write_eval("test")
 
     def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:  # noqa: D102
         self._eval_step(batch, "val")

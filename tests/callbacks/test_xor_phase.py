@@ -152,3 +152,33 @@ def test_a_learner_without_neurons_gets_margins_but_no_neuron_metrics(fit):
 def test_bad_diagnostic_settings_name_the_callback(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_the_neurons_are_drawn_at_log_spaced_steps_with_histograms(fit, tmp_path):
+    pytest.importorskip("matplotlib")
+    import pytorch_lightning as pl
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    dm = BooleanXOR(dim=16, batch_size=256, test_size=500)
+    model = TwoLayerNet(16, **grouped(32, lr=0.3, init_scale=0.3, seed=0))
+    cb = XORPhaseDiagnostics(points_per_decade=10, pictures_per_decade=2)
+    logger = pl.loggers.TensorBoardLogger(tmp_path, name="xor", default_hp_metric=False)
+    fit(model, dm, 100, callbacks=[cb], logger=logger)
+    assert cb.pictured_steps == [0, 1, 3, 10, 32, 100]  # 2 per decade, on the diagnostics' own steps
+    folder = tmp_path / "xor" / "version_0"
+    assert sorted(p.name for p in folder.glob("phase_neurons_step*.png"))[0] == "phase_neurons_step000000.png"
+    events = EventAccumulator(str(folder), size_guidance={"images": 0, "histograms": 0})
+    events.Reload()
+    assert events.Tags()["images"] == ["phase/neurons"] and len(events.Images("phase/neurons")) == 6
+    assert set(events.Tags()["histograms"]) == {"phase/a", "phase/sig_over_norm"}
+    assert len(events.Histograms("phase/a")) == len(cb.history)  # at every diagnostics step
+    assert events.Histograms("phase/a")[0].histogram_value.num == 32
+
+
+def test_pictures_can_be_turned_off_and_are_validated(fit):
+    dm = BooleanXOR(dim=8, batch_size=64, test_size=100)
+    cb = XORPhaseDiagnostics(pictures_per_decade=0)
+    fit(TwoLayerNet(8, **grouped(8, lr=0.1, seed=0)), dm, 5, callbacks=[cb])
+    assert cb.pictured_steps == []
+    with pytest.raises(ValueError, match="pictures_per_decade"):
+        XORPhaseDiagnostics(pictures_per_decade=-1)

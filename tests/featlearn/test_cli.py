@@ -217,6 +217,14 @@ def test_versioned_logs_config_and_metrics(tmp_path):
     # The linked input_dim is derived at instantiation; the model's hparams record it.
     assert yaml.safe_load((run_dir / "hparams.yaml").read_text())["input_dim"] == 8
     assert list(run_dir.glob("events.out.tfevents.*"))
+    # TensorBoard opens on what matters: no placeholder hp_metric, no "epoch" of a step-based run.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    scalars = events.Tags()["scalars"]
+    assert "hp_metric" not in scalars and "epoch" not in scalars
+    assert events.Scalars("test/error")[-1].step == 3  # the test set, at the final update step
 
 
 def test_same_config_same_weights(tmp_path):
