@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from omegaconf import OmegaConf
 
 from featlearn.config_files import resolve_config
 
@@ -81,14 +82,13 @@ class Method:
 
 
 def deep_merge(base: dict, override: dict) -> dict:
-    """Mappings merge key by key (recursively); any other override value replaces the base's."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+    """Mappings merge key by key (recursively); any other override value replaces the base's.
+
+    OmegaConf's merge, returned as plain containers; ``${...}`` strings are kept as written
+    (LightningCLI, not this merge, reads the configs).
+    """
+    merged = OmegaConf.merge(OmegaConf.create(base), OmegaConf.create(override))
+    return OmegaConf.to_container(merged, resolve=False)
 
 
 def _load_yaml(path: Path, what: str) -> dict:

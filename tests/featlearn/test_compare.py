@@ -236,3 +236,11 @@ def test_console_script_runs_compare():
         text=True,
     )
     assert bad.returncode == 2 and "--seeds must be >= 1" in bad.stderr
+
+
+def test_deep_merge_keeps_lists_nulls_and_interpolation_strings_as_written():
+    base = {"trainer": {"callbacks": [{"class_path": "A"}], "max_steps": 10}, "note": "${not.resolved}"}
+    override = {"trainer": {"callbacks": [{"class_path": "B"}], "max_steps": None}}
+    merged = deep_merge(base, override)
+    assert merged == {"trainer": {"callbacks": [{"class_path": "B"}], "max_steps": None}, "note": "${not.resolved}"}
+    assert base["trainer"]["max_steps"] == 10  # the inputs are not changed
