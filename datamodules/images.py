@@ -33,11 +33,34 @@ def fit_standardizer(train: Tensor, mode: str) -> Callable[[Tensor], Tensor]:
     return lambda x: x
 
 
-class SourceShape:
-    """The input shape of a data model on an image ``source`` (its ``flatten`` setting decides)."""
+class ImageSource:
+    """What the data models on an image ``source`` share: its settings, checked, and the input shape."""
 
     source: str
     flatten: bool
+
+    def _set_source(
+        self,
+        source: str,
+        root: str | None,
+        download: bool,
+        test_fraction: float,
+        standardize: str,
+        flatten: bool,
+        split_seed: int,
+    ) -> None:
+        """Check and keep the source's settings (see :class:`ImageDataModule` for their meaning)."""
+        self.source = check_choice("data.source", source, sorted(SOURCES))
+        self.test_fraction = check_number("data.test_fraction", test_fraction, 0.0, 1.0, strict=True)
+        self.standardize = check_choice("data.standardize", standardize, STANDARDIZATIONS)
+        self.flatten = check_bool("data.flatten", flatten)
+        self.download = check_bool("data.download", download)
+        self.split_seed = check_int("data.split_seed", split_seed, 0)
+        if root is None and source == "fashion_mnist":
+            root = DEBIAN_FASHION_MNIST
+        if SOURCES[source].needs_root and root is None:
+            raise ValueError(f"data.root is required for source: {source}: {SOURCES[source].how_to_get}.")
+        self.root = root
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -52,7 +75,7 @@ class SourceShape:
         return c * h * w
 
 
-class ImageDataModule(SourceShape, DataModel):
+class ImageDataModule(ImageSource, DataModel):
     r"""A finite set of real images with two classes, labelled y in {-1, +1}.
 
     The images of ``classes = (c_-, c_+)`` are taken from the source (see
@@ -132,7 +155,7 @@ class ImageDataModule(SourceShape, DataModel):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = check_choice("data.source", source, sorted(SOURCES))
+        self._set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
         info = SOURCES[source]
         classes = list(classes) if isinstance(classes, Sequence) and not isinstance(classes, str) else classes
         if (
@@ -151,21 +174,10 @@ class ImageDataModule(SourceShape, DataModel):
         check_int("data.val_size", val_size, 0)
         if test_size is not None:
             check_int("data.test_size", test_size, 1, hint=" (or null: every test row)")
-        check_number("data.test_fraction", test_fraction, 0.0, 1.0, strict=True)
         self.train_size_requested = train_size
         self.val_size = val_size
         self.test_size = test_size
-        self.test_fraction = test_fraction
-        self.standardize = check_choice("data.standardize", standardize, STANDARDIZATIONS)
         self.unit_second_moment = check_bool("data.unit_second_moment", unit_second_moment)
-        self.flatten = check_bool("data.flatten", flatten)
-        self.download = check_bool("data.download", download)
-        self.split_seed = check_int("data.split_seed", split_seed, 0)
-        if root is None and source == "fashion_mnist":
-            root = DEBIAN_FASHION_MNIST
-        if info.needs_root and root is None:
-            raise ValueError(f"data.root is required for source: {source}: {info.how_to_get}.")
-        self.root = root
         self._splits: dict[str, tuple[Tensor, Tensor]] | None = None  # CPU, preprocessed: x (n, ...), y (n,)
 
     # ------------------------------------------------------------------ sizes

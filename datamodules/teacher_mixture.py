@@ -8,9 +8,8 @@ import torch
 from torch import Tensor
 
 from featlearn.datamodules.base import DataModel
-from featlearn.datamodules.images import STANDARDIZATIONS, SourceShape, fit_standardizer
+from featlearn.datamodules.images import ImageSource, fit_standardizer
 from featlearn.datamodules.sources import (
-    DEBIAN_FASHION_MNIST,
     SOURCES,
     image_folder,
     load_source,
@@ -19,7 +18,7 @@ from featlearn.datamodules.sources import (
     to_image_shape,
 )
 from featlearn.seeding import INJECTED_SET, TRAIN_SET, derive_seed
-from featlearn.validation import check_bool, check_choice, check_int, check_number
+from featlearn.validation import check_choice, check_int, check_number
 
 INJECTED_SOURCES = ("gaussian", "natural_patches", "image_folder")
 GAUSSIAN_COVARIANCES = ("isotropic", "matched")
@@ -27,7 +26,7 @@ GAUSSIAN_COVARIANCES = ("isotropic", "matched")
 ORIGINAL, INJECTED = 0, 1
 
 
-class TeacherMixture(SourceShape, DataModel):
+class TeacherMixture(ImageSource, DataModel):
     r"""A mixture of real inputs L and injected inputs U, every input labelled by one teacher.
 
     Shi et al. keep the labelling function and change the input distribution: a teacher
@@ -133,7 +132,7 @@ class TeacherMixture(SourceShape, DataModel):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.source = check_choice("data.source", source, sorted(SOURCES))
+        self._set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
         self.injected = check_choice("data.injected", injected, INJECTED_SOURCES)
         self.gaussian_covariance = check_choice("data.gaussian_covariance", gaussian_covariance, GAUSSIAN_COVARIANCES)
         self.patch_size = check_int("data.patch_size", patch_size, 1)
@@ -142,14 +141,8 @@ class TeacherMixture(SourceShape, DataModel):
             check_int("data.train_size", train_size, 2, hint=" (or null: all of L's training rows)")
         if test_size is not None:
             check_int("data.test_size", test_size, 1, hint=" (or null: all of L's test rows)")
-        check_number("data.test_fraction", test_fraction, 0.0, 1.0, strict=True)
         self.train_size_requested = train_size
         self.test_size_requested = test_size
-        self.test_fraction = test_fraction
-        self.standardize = check_choice("data.standardize", standardize, STANDARDIZATIONS)
-        self.flatten = check_bool("data.flatten", flatten)
-        self.download = check_bool("data.download", download)
-        self.split_seed = check_int("data.split_seed", split_seed, 0)
         self.reference_members = check_int("data.reference_members", reference_members, 0)
         if self.reference_members >= self.ensemble_size:
             raise ValueError(
@@ -162,11 +155,6 @@ class TeacherMixture(SourceShape, DataModel):
                 "class, as torchvision's ImageFolder reads, e.g. tiny-imagenet-200/train)."
             )
         self.injected_root = injected_root
-        if root is None and source == "fashion_mnist":
-            root = DEBIAN_FASHION_MNIST
-        if SOURCES[source].needs_root and root is None:
-            raise ValueError(f"data.root is required for source: {source}: {SOURCES[source].how_to_get}.")
-        self.root = root
         self._parts: dict[str, Tensor] | None = None  # CPU inputs (n, ...) by part name
         self._own_labels: dict[str, Tensor] | None = None  # L's labels by split
         self._labels: dict[str, Tensor] | None = None  # the teacher's, by part name
