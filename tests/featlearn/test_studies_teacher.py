@@ -69,6 +69,19 @@ def test_two_sizes_suffice_when_the_user_sets_the_size(tmp_path):
     TeacherSearch(network=FC_DIGITS, sizes=[], size=9, cache_dir=str(tmp_path))
 
 
+def trained_widths(monkeypatch) -> list[int]:
+    """The widths TeacherSearch trains from now on (it still trains them), in order."""
+    widths = []
+    original = TeacherSearch._train
+
+    def counting(self, data_, classes, width, *args, **kwargs):
+        widths.append(width)
+        return original(self, data_, classes, width, *args, **kwargs)
+
+    monkeypatch.setattr(TeacherSearch, "_train", counting)
+    return widths
+
+
 def search(tmp_path, **kwargs):
     options = dict(
         network=FC_DIGITS,
@@ -106,14 +119,7 @@ def test_the_search_labels_the_mixture_and_a_second_run_reuses_every_trained_tea
 def test_an_interrupted_sweep_resumes_from_the_sizes_already_trained(tmp_path, monkeypatch):
     data = TeacherMixture(source="digits", train_size=300, test_size=100)
     search(tmp_path).sweep_sizes(data.teacher_data(), data.labelled_data_key(), 10, [1, 2])
-    widths = []
-    original = TeacherSearch._train
-
-    def counting(self, data_, classes, width, *args, **kwargs):
-        widths.append(width)
-        return original(self, data_, classes, width, *args, **kwargs)
-
-    monkeypatch.setattr(TeacherSearch, "_train", counting)
+    widths = trained_widths(monkeypatch)
     search(tmp_path).run(data)
     assert widths == [4, 4]  # only the missing size of the sweep, then the chosen teacher (m = 4 here)
 
@@ -172,14 +178,7 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
 
 def test_the_sweep_on_l_serves_every_injected_source(tmp_path, monkeypatch):
     search(tmp_path).run(TeacherMixture(source="digits", train_size=300, test_size=100))
-    widths = []
-    original = TeacherSearch._train
-
-    def counting(self, data_, classes, width, *args, **kwargs):
-        widths.append(width)
-        return original(self, data_, classes, width, *args, **kwargs)
-
-    monkeypatch.setattr(TeacherSearch, "_train", counting)
+    widths = trained_widths(monkeypatch)
     patches = TeacherMixture(source="digits", train_size=300, test_size=100, injected="natural_patches", patch_size=32)
     chosen = search(tmp_path)
     chosen.run(patches)
