@@ -26,7 +26,10 @@ structure. This command runs such a comparison from one experiment config::
 * **Resuming**: each finished method leaves ``DIR/methods/<method>/result.json``
   with a digest of its config; a re-run reuses every finished method whose config
   is unchanged and runs the rest. A method whose config changed stops the command
-  (use a new ``--out`` or ``--overwrite``).
+  (use a new ``--out`` or ``--overwrite``). Methods are trials of
+  :mod:`featlearn.studies_trials`, shared with ``featlearn samples``.
+* **Where**: in this process by default; ``--launcher slurm`` submits one submitit job
+  per method (``--launcher submitit-local``: the same jobs as local subprocesses).
 
 Metrics, per seed: train accuracy on the finite training set (NA in online mode,
 where there is none), test accuracy on the data model's test set, and Cos Similarity
@@ -39,29 +42,23 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import gc
-import hashlib
-import json
 import math
 import re
-import shutil
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from omegaconf import OmegaConf
 
 from featlearn.config_files import resolve_config
+from featlearn.studies_trials import BuildRun, Launcher, Trial, load_yaml, merge_configs, run_trials, tensorboard_logger
+
+#: The config merge compare has always used (kept under its old name).
+deep_merge = merge_configs
 
 #: The default methods file: Table 1 of Shi et al. (2022).
 DEFAULT_METHODS = "compare/shi"
-#: How a method's run is built: ``build(args, run=True)`` -> an object with ``trainer``,
-#: ``model`` and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point).
-BuildRun = Callable[..., object]
 #: Table rows: (csv metric name, row label, decimals).
 METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
 _METHOD_KEYS = {"model", "data", "trainer", "without_structure"}
@@ -81,25 +78,6 @@ class Method:
         return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_")
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    """Mappings merge key by key (recursively); any other override value replaces the base's.
-
-    OmegaConf's merge, returned as plain containers; ``${...}`` strings are kept as written
-    (LightningCLI, not this merge, reads the configs).
-    """
-    merged = OmegaConf.merge(OmegaConf.create(base), OmegaConf.create(override))
-    return OmegaConf.to_container(merged, resolve=False)
-
-
-def _load_yaml(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist: give the path of a YAML file.")
-    content = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(content, dict):
-        raise ValueError(f"{what} {str(path)!r} must hold a mapping at top level, got {type(content).__name__}.")
-    return content
-
-
 def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
     """Read a methods file: ``methods: {name: {model: ..., data: ..., trainer: ..., without_structure: bool}}``.
 
@@ -110,7 +88,7 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
     Raises:
         ValueError: On an unknown key, a non-mapping entry, or an unknown name in ``only``.
     """
-    content = _load_yaml(path, "--methods")
+    content = load_yaml(path, "--methods")
     entries = content.get("methods")
     if not isinstance(entries, dict) or not entries:
         raise ValueError(f"--methods {str(path)!r} needs a non-empty mapping 'methods: {{name: overrides}}'.")
@@ -143,7 +121,7 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
 # ---------------------------------------------------------------------- one method
 def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path, build: BuildRun) -> dict:
     """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
-    config = copy.deepcopy(deep_merge(experiment, method.overrides))  # edited below: share nothing
+    config = copy.deepcopy(merge_configs(experiment, method.overrides))  # edited below: share nothing
     if seed is not None:
         config["seed_everything"] = seed
     if method.without_structure:
@@ -151,14 +129,11 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
         if not isinstance(data, dict) or "class_path" not in data:
             raise ValueError(f"Method {method.name!r} needs the experiment config to give data.class_path.")
         overrides = _structure_free_overrides(config, build)
-        config["data"] = deep_merge(data, {"init_args": overrides})
+        config["data"] = merge_configs(data, {"init_args": overrides})
     model = config.setdefault("model", {})
     model.setdefault("init_args", {})["ensemble_size"] = seeds
     trainer = config.setdefault("trainer", {})
-    trainer["logger"] = {
-        "class_path": "pytorch_lightning.loggers.TensorBoardLogger",
-        "init_args": {"save_dir": str(out / "tensorboard"), "name": method.slug, "version": ""},
-    }
+    trainer["logger"] = tensorboard_logger(out / "tensorboard", method.slug)
     trainer["enable_progress_bar"] = False
     trainer["enable_model_summary"] = False
     key = "callbacks" if "callbacks" in trainer and "callbacks+" not in trainer else "callbacks+"
@@ -176,53 +151,6 @@ def _structure_free_overrides(config: dict, build: BuildRun) -> dict:
         return cli.datamodule.structure_free_overrides()
     except NotImplementedError as err:
         raise ValueError(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
-
-
-def run_method(config_path: Path, build: BuildRun) -> dict:
-    """Train one method's ensemble with ``featlearn fit`` and measure it per seed.
-
-    Returns:
-        ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
-        "steps": int}`` with one value per seed.
-    """
-    import torch
-
-    from featlearn.callbacks.alignment import feature_alignment
-
-    argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
-    try:
-        cli = build(["fit", "--config", str(config_path), "--test_after_fit", "false"])
-    finally:
-        sys.argv = argv
-    trainer, model, data = cli.trainer, cli.model, cli.datamodule
-    if trainer.interrupted:
-        raise KeyboardInterrupt
-    if trainer.max_steps and trainer.global_step < trainer.max_steps:
-        raise RuntimeError(
-            f"Training stopped at step {trainer.global_step} of trainer.max_steps = {trainer.max_steps} "
-            f"(config {config_path}); the comparison needs complete runs."
-        )
-    # Lightning hands the model back on the CPU after fit; measure it where it trained.
-    model.to(trainer.strategy.root_device).eval()
-    chunk = data.eval_batch_size
-    _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
-    result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
-    result["train_acc"] = None
-    if data.train_size is not None:
-        _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
-        result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
-    features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
-    truth = data.ground_truth().get("feature")
-    result["cos_similarity"] = None
-    if features is not None and truth is not None:
-        with torch.no_grad():
-            result["cos_similarity"] = [
-                float(feature_alignment(w.double(), truth.to(w.device, torch.float64), 1, 0.0)["max_cos"])
-                for w in features
-            ]
-    del cli, trainer, model, data
-    gc.collect()
-    return result
 
 
 # ---------------------------------------------------------------------- tables
@@ -287,6 +215,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", default=None, help="Run only these methods (names as in the file).")
     parser.add_argument("--seed", type=int, default=None, help="First seed (default: the config's seed_everything).")
     parser.add_argument("--overwrite", action="store_true", help="Discard results in DIR whose config changed.")
+    Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}.")
@@ -306,47 +235,34 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     methods = load_methods(resolve_config(args.methods), args.only)
     experiment: dict = {}
     for path in args.config:
-        experiment = deep_merge(experiment, _load_yaml(resolve_config(path), "--config"))
+        experiment = merge_configs(experiment, load_yaml(resolve_config(path), "--config"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    trials = []
+    for method in methods:  # every config first: a bad method stops the command before any training
+        config = method_config(experiment, method, args.seeds, args.seed, out, build)
+        trials.append(Trial(method.name, out / "methods" / method.slug, config, (out / "tensorboard" / method.slug,)))
+    experiment_name = " + ".join(args.config)
     results: dict[str, dict] = {}
     times: dict[str, float] = {}
-    for method in methods:
-        folder = out / "methods" / method.slug
-        config = method_config(experiment, method, args.seeds, args.seed, out, build)
-        text = yaml.safe_dump(config, sort_keys=False)
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        result_file = folder / "result.json"
-        if result_file.is_file():
-            saved = json.loads(result_file.read_text())
-            if saved.get("digest") == digest:
-                print(f"[compare] {method.name}: finished earlier, reusing {result_file}", flush=True)
-                results[method.name], times[method.name] = saved["metrics"], saved["seconds"]
-                continue
-            if not args.overwrite:
-                raise ValueError(
-                    f"{result_file} holds a result for a different config of {method.name!r} "
-                    f"(the experiment, methods file, --seeds or --seed changed). Use a new --out, "
-                    f"or --overwrite to discard it."
-                )
-        # A method that did not finish restarts from scratch: its runs are deterministic.
-        for stale in (folder, out / "tensorboard" / method.slug):
-            shutil.rmtree(stale, ignore_errors=True)
-        folder.mkdir(parents=True)
-        config_path = folder / "config.yaml"
-        config_path.write_text(text)
-        print(f"[compare] {method.name}: featlearn fit --config {config_path}", flush=True)
-        start = time.perf_counter()
-        metrics = run_method(config_path, build)
-        seconds = time.perf_counter() - start
-        result_file.write_text(
-            json.dumps({"method": method.name, "digest": digest, "seconds": seconds, "metrics": metrics}, indent=1)
-        )
-        results[method.name], times[method.name] = metrics, seconds
-        write_tables(out, results, " + ".join(args.config), args.seeds)  # partial table after each method
-        print(f"[compare] {method.name}: done in {seconds:.1f} s", flush=True)
 
+    def finished(trial: Trial, result: dict) -> None:
+        results[trial.label], times[trial.label] = result["metrics"], result["seconds"]
+        write_tables(out, results, experiment_name, args.seeds)  # a partial table after each method
+        print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
+
+    done = run_trials(
+        trials,
+        build,
+        Launcher.from_args(args, out / "submitit"),
+        overwrite=args.overwrite,
+        changed="the experiment, methods file, --seeds or --seed changed",
+        log=lambda line: print(f"[compare] {line}", flush=True),
+        on_result=finished,
+    )
+    results = {label: result["metrics"] for label, result in done.items()}
+    times = {label: result["seconds"] for label, result in done.items()}
     write_tables(out, results, " + ".join(args.config), args.seeds)
     with open(out / "run_times.csv", "w", newline="") as handle:
         writer = csv.writer(handle)

@@ -10,6 +10,7 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import featlearn.compare as compare_module
+import featlearn.studies_trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
 from featlearn.compare import Method, compare, deep_merge, load_methods, summarize
@@ -170,7 +171,7 @@ def test_same_seeds_same_table(comparison, tmp_path):
 def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, tmp_path, monkeypatch, capsys):
     out, _, config = comparison
     calls = []
-    real_run = compare_module.run_method
+    real_run = trials_module.measure_run
 
     def interrupted_run(path, build):
         calls.append(path)
@@ -178,13 +179,13 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
             raise KeyboardInterrupt
         return real_run(path, build)
 
-    monkeypatch.setattr(compare_module, "run_method", interrupted_run)
+    monkeypatch.setattr(trials_module, "measure_run", interrupted_run)
     args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed")]
     with pytest.raises(KeyboardInterrupt):
         compare(args, build_cli)
     finished = sorted(p.parent.name for p in (tmp_path / "resumed" / "methods").glob("*/result.json"))
     assert finished == ["network", "ntk"]
-    monkeypatch.setattr(compare_module, "run_method", real_run)
+    monkeypatch.setattr(trials_module, "measure_run", real_run)
     capsys.readouterr()
     compare(args, build_cli)
     log = capsys.readouterr().out

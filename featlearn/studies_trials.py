@@ -1,0 +1,378 @@
+"""Trials: the unit of work of ``featlearn compare`` and ``featlearn samples``.
+
+A *trial* is one ``featlearn fit`` of an ensemble (one member per seed) from a config
+that a command derived from an experiment. Both commands treat trials the same way:
+
+* **A folder per trial** holding ``config.yaml`` (run it alone with ``featlearn fit
+  --config FOLDER/config.yaml``) and, once finished, ``result.json``: the trial's
+  label, a digest of its config, its wall time and its per-seed metrics.
+* **Resuming**: a trial whose ``result.json`` has the same digest as the config the
+  command derives now is reused, not rerun. One whose digest differs stops the
+  command (the experiment or an option changed; results must not mix) unless the
+  command was given ``--overwrite``. A trial that did not finish restarts from
+  scratch: its run is deterministic.
+* **Where trials run** (:class:`Launcher`): in this process, one after the other (the
+  default), or as independent jobs through submitit: on a SLURM cluster (a job array
+  per round of trials) or in local subprocesses (``submitit-local``, what CI tests). A
+  job runs :func:`run_trial_job` on the trial's config file, the same code as the
+  local path.
+
+The metrics of a trial, per seed (:func:`measure_run`): train accuracy on the finite
+training set (None online), test accuracy on the data model's test set, and Cos
+Similarity max_i cos(w_i, feature) of the final first layer (None where the learner
+has no learned neurons or the data model no ``feature``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import hashlib
+import json
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from omegaconf import OmegaConf
+
+#: How a run is built: ``build(args, run=True)`` -> an object with ``trainer``, ``model``
+#: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point).
+BuildRun = Callable[..., object]
+#: Where trials can run (see :class:`Launcher`).
+LAUNCHERS = ("local", "submitit-local", "slurm")
+
+
+def merge_configs(base: dict, override: dict) -> dict:
+    """Mappings merge key by key (recursively); any other override value replaces the base's.
+
+    OmegaConf's merge, returned as plain containers; ``${...}`` strings are kept as written
+    (LightningCLI, not this merge, reads the configs).
+    """
+    merged = OmegaConf.merge(OmegaConf.create(base), OmegaConf.create(override))
+    return OmegaConf.to_container(merged, resolve=False)
+
+
+def load_yaml(path: Path, what: str) -> dict:
+    """A YAML file holding a mapping; ``what`` names the option in errors."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist: give the path of a YAML file.")
+    content = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"{what} {str(path)!r} must hold a mapping at top level, got {type(content).__name__}.")
+    return content
+
+
+def tensorboard_logger(save_dir: Path, name: str) -> dict:
+    """A ``trainer.logger`` entry writing TensorBoard events to ``save_dir/name`` (no version folder)."""
+    return {
+        "class_path": "pytorch_lightning.loggers.TensorBoardLogger",
+        "init_args": {"save_dir": str(save_dir), "name": name, "version": "", "default_hp_metric": False},
+    }
+
+
+@dataclass
+class Trial:
+    """One ``featlearn fit`` of a command: its label, its folder and its full config.
+
+    Args:
+        label: How the command names it (unique within the command).
+        folder: Holds ``config.yaml`` and ``result.json``.
+        config: The full config (what ``featlearn fit --config`` reads).
+        stale: Further folders the trial writes (e.g. TensorBoard events) that a rerun
+            clears first.
+    """
+
+    label: str
+    folder: Path
+    config: dict
+    stale: tuple[Path, ...] = field(default_factory=tuple)
+
+    @property
+    def text(self) -> str:
+        """The config as YAML, in its keys' order."""
+        return yaml.safe_dump(self.config, sort_keys=False)
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of :attr:`text`: a result is reused only for the same digest."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def config_path(self) -> Path:  # noqa: D102
+        return self.folder / "config.yaml"
+
+    @property
+    def result_path(self) -> Path:  # noqa: D102
+        return self.folder / "result.json"
+
+    def finished(self, overwrite: bool, changed: str) -> dict | None:
+        """The saved result ``{"metrics", "seconds", ...}`` if this config finished earlier, else None.
+
+        Raises:
+            ValueError: A result for a different config is there and ``overwrite`` is false;
+                ``changed`` says what may have changed.
+        """
+        if not self.result_path.is_file():
+            return None
+        saved = json.loads(self.result_path.read_text())
+        if saved.get("digest") == self.digest:
+            return saved
+        if not overwrite:
+            raise ValueError(
+                f"{self.result_path} holds a result for a different config of {self.label!r} ({changed}). "
+                f"Use a new --out, or --overwrite to discard it."
+            )
+        return None
+
+    def prepare(self) -> Path:
+        """Clear what an unfinished or outdated run left, write ``config.yaml``; returns its path."""
+        for folder in (self.folder, *self.stale):
+            shutil.rmtree(folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
+        self.config_path.write_text(self.text)
+        return self.config_path
+
+    def save(self, metrics: dict, seconds: float) -> dict:
+        """Write ``result.json``; returns what it holds."""
+        result = {"label": self.label, "digest": self.digest, "seconds": seconds, "metrics": metrics}
+        self.result_path.write_text(json.dumps(result, indent=1))
+        return result
+
+
+# ---------------------------------------------------------------------- one run
+def measure_run(config_path: Path, build: BuildRun) -> dict:
+    """Train one trial's ensemble with ``featlearn fit`` and measure it per seed.
+
+    Returns:
+        ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
+        "steps": int}`` with one value per seed, accuracies in percent.
+
+    Raises:
+        RuntimeError: Training stopped before ``trainer.max_steps``.
+        KeyboardInterrupt: The run was interrupted (Lightning catches Ctrl-C and returns).
+    """
+    import torch
+
+    from featlearn.callbacks.alignment import feature_alignment
+
+    argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
+    try:
+        cli = build(["fit", "--config", str(config_path), "--test_after_fit", "false"])
+    finally:
+        sys.argv = argv
+    trainer, model, data = cli.trainer, cli.model, cli.datamodule
+    if trainer.interrupted:
+        raise KeyboardInterrupt
+    if trainer.max_steps and trainer.global_step < trainer.max_steps:
+        raise RuntimeError(
+            f"Training stopped at step {trainer.global_step} of trainer.max_steps = {trainer.max_steps} "
+            f"(config {config_path}); a trial needs a complete run."
+        )
+    # Lightning hands the model back on the CPU after fit; measure it where it trained.
+    model.to(trainer.strategy.root_device).eval()
+    chunk = data.eval_batch_size
+    _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
+    result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
+    result["train_acc"] = None
+    if data.train_size is not None:
+        _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
+        result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
+    features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
+    truth = data.ground_truth().get("feature")
+    result["cos_similarity"] = None
+    if features is not None and truth is not None:
+        with torch.no_grad():
+            result["cos_similarity"] = [
+                float(feature_alignment(w.double(), truth.to(w.device, torch.float64), 1, 0.0)["max_cos"])
+                for w in features
+            ]
+    del cli, trainer, model, data
+    gc.collect()
+    return result
+
+
+def run_trial_job(config_path: str) -> dict:
+    """What a submitit job runs: one trial from its config file; returns ``{"metrics", "seconds"}``."""
+    from featlearn.cli import build_cli
+
+    start = time.perf_counter()
+    metrics = measure_run(Path(config_path), build_cli)
+    return {"metrics": metrics, "seconds": time.perf_counter() - start}
+
+
+#: Whether this process has shown Lightning's banners once (later trials run quiet).
+_BANNERS_SHOWN = [False]
+
+
+@contextlib.contextmanager
+def _quiet_lightning(quiet: bool):
+    """Lightning's per-run banners (devices, tips, "seed set", "max_steps reached") shown once, not per trial.
+
+    They are INFO records of Lightning's loggers; warnings and errors still show.
+    """
+    names = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning.fabric")
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    if quiet:
+        for logger in loggers:
+            logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+# ---------------------------------------------------------------------- where trials run
+@dataclass
+class Launcher:
+    """Where a command's trials run.
+
+    Args:
+        kind: ``local`` (this process, one trial after another), ``slurm`` (one submitit
+            job per trial, a job array per round) or ``submitit-local`` (the same jobs as
+            local subprocesses: the cluster's code path on one machine).
+        folder: submitit's folder for job scripts and logs.
+        partition: SLURM partition (``slurm_partition``).
+        time_min: Wall-time limit of one trial's job, in minutes.
+        gpus_per_trial: GPUs of one job (0: CPU jobs).
+        cpus_per_trial: CPU cores of one job.
+        mem_gb: Memory of one job, GiB.
+        array_parallelism: The most jobs of an array running at once.
+        account: SLURM account, if the cluster needs one.
+    """
+
+    kind: str = "local"
+    folder: Path | None = None
+    partition: str | None = None
+    time_min: int = 60
+    gpus_per_trial: int = 0
+    cpus_per_trial: int = 2
+    mem_gb: int = 16
+    array_parallelism: int = 64
+    account: str | None = None
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        """The launcher options shared by ``compare`` and ``samples``."""
+        group = parser.add_argument_group("where trials run (submitit)")
+        group.add_argument("--launcher", choices=LAUNCHERS, default="local", help="default: %(default)s")
+        group.add_argument("--slurm-partition", default=None, help="SLURM partition of the trials' jobs.")
+        group.add_argument("--slurm-account", default=None, help="SLURM account, where the cluster needs one.")
+        group.add_argument("--slurm-time", type=int, default=60, help="Minutes per trial's job (default 60).")
+        group.add_argument("--slurm-gpus", type=int, default=0, help="GPUs per trial's job (default 0).")
+        group.add_argument("--slurm-cpus", type=int, default=2, help="CPU cores per trial's job (default 2).")
+        group.add_argument("--slurm-mem-gb", type=int, default=16, help="Memory per trial's job, GiB (default 16).")
+        group.add_argument("--array-parallelism", type=int, default=64, help="Most jobs running at once.")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, folder: Path) -> Launcher:
+        """The launcher of parsed options; submitit writes its files under ``folder``.
+
+        Raises:
+            ValueError: A non-positive time, CPU count, memory or parallelism, or negative GPUs.
+        """
+        for name, value, minimum in (
+            ("--slurm-time", args.slurm_time, 1),
+            ("--slurm-gpus", args.slurm_gpus, 0),
+            ("--slurm-cpus", args.slurm_cpus, 1),
+            ("--slurm-mem-gb", args.slurm_mem_gb, 1),
+            ("--array-parallelism", args.array_parallelism, 1),
+        ):
+            if value < minimum:
+                raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+        return cls(
+            kind=args.launcher,
+            folder=folder,
+            partition=args.slurm_partition,
+            time_min=args.slurm_time,
+            gpus_per_trial=args.slurm_gpus,
+            cpus_per_trial=args.slurm_cpus,
+            mem_gb=args.slurm_mem_gb,
+            array_parallelism=args.array_parallelism,
+            account=args.slurm_account,
+        )
+
+    def executor(self):
+        """A configured ``submitit`` executor (for ``slurm`` and ``submitit-local``).
+
+        Raises:
+            ImportError: submitit is not installed (``pip install submitit``).
+        """
+        try:
+            import submitit
+        except ImportError as err:  # pragma: no cover - an install problem, said plainly
+            raise ImportError(f"--launcher {self.kind} needs submitit: pip install submitit") from err
+        cluster = "local" if self.kind == "submitit-local" else "slurm"
+        executor = submitit.AutoExecutor(folder=str(self.folder / "%j"), cluster=cluster)
+        params = {"timeout_min": self.time_min, "cpus_per_task": self.cpus_per_trial, "mem_gb": self.mem_gb}
+        if self.gpus_per_trial:
+            params["gpus_per_node"] = self.gpus_per_trial
+        if cluster == "slurm":
+            params["slurm_array_parallelism"] = self.array_parallelism
+            if self.partition:
+                params["slurm_partition"] = self.partition
+            if self.account:
+                params["slurm_account"] = self.account
+        executor.update_parameters(name="featlearn-trial", **params)
+        return executor
+
+
+def run_trials(
+    trials: Iterable[Trial],
+    build: BuildRun,
+    launcher: Launcher | None = None,
+    overwrite: bool = False,
+    changed: str = "the experiment or the command's options changed",
+    log: Callable[[str], None] = print,
+    on_result: Callable[[Trial, dict], None] | None = None,
+) -> dict[str, dict]:
+    """Run the trials not finished before; returns every trial's result by label.
+
+    Finished trials (same config digest) are reused. Locally the others run one after
+    the other in this process, ``on_result`` is called after each (e.g. to write a
+    partial table). Through submitit they are submitted together, as one job array,
+    and collected in order.
+
+    Raises:
+        ValueError: A trial's folder holds a result for another config (see :meth:`Trial.finished`).
+    """
+    launcher = launcher or Launcher()
+    trials = list(trials)
+    results: dict[str, dict] = {}
+    todo: list[Trial] = []
+    for trial in trials:  # check every trial before running any
+        saved = trial.finished(overwrite, changed)
+        if saved is not None:
+            log(f"{trial.label}: finished earlier, reusing {trial.result_path}")
+            results[trial.label] = saved
+        else:
+            todo.append(trial)
+    if launcher.kind == "local":
+        for trial in todo:
+            path = trial.prepare()
+            log(f"{trial.label}: featlearn fit --config {path}")
+            start = time.perf_counter()
+            with _quiet_lightning(_BANNERS_SHOWN[0]):
+                metrics = measure_run(path, build)
+            _BANNERS_SHOWN[0] = True
+            results[trial.label] = trial.save(metrics, time.perf_counter() - start)
+            if on_result is not None:
+                on_result(trial, results[trial.label])
+    elif todo:
+        executor = launcher.executor()
+        paths = [str(trial.prepare()) for trial in todo]
+        jobs = executor.map_array(run_trial_job, paths)
+        log(f"submitted {len(jobs)} trial(s) ({launcher.kind}): job ids {', '.join(j.job_id for j in jobs)}")
+        for trial, job in zip(todo, jobs, strict=True):
+            output = job.result()  # raises with the job's own traceback if it failed
+            results[trial.label] = trial.save(output["metrics"], output["seconds"])
+            if on_result is not None:
+                on_result(trial, results[trial.label])
+    return {trial.label: results[trial.label] for trial in trials}
