@@ -2,6 +2,7 @@
 
 * ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.cli`);
 * ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.compare`);
+* ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.samples`);
 * ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies_teacher`);
 * ``featlearn configs [copy NAME [DEST]]``: list the shipped experiments, or copy one out to edit.
 """
@@ -54,6 +55,11 @@ def main(args: list[str] | None = None) -> None:
         from featlearn.compare import main as compare_main
 
         compare_main(argv[1:], build_cli)
+    elif command == "samples":
+        from featlearn.cli import build_cli
+        from featlearn.samples import main as samples_main
+
+        samples_main(argv[1:], build_cli)
     elif command == "teacher-check":
         from featlearn.cli import build_cli
         from featlearn.studies_teacher import main as teacher_check_main
@@ -67,7 +73,7 @@ def main(args: list[str] | None = None) -> None:
         if command in (None, "-h", "--help"):
             print(
                 "featlearn {fit,validate,test,predict} (the LightningCLI below), featlearn compare --help, "
-                "featlearn teacher-check --help, "
+                "featlearn samples --help, featlearn teacher-check --help, "
                 "featlearn configs [copy NAME [DEST]]\n"
             )
         try:

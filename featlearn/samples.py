@@ -1,0 +1,712 @@
+r"""``featlearn samples``: how many samples a method needs, as a function of the dimension.
+
+Glasgow (2023, Theorem 3.1) proves that SGD on the two-layer network learns the
+XOR function from n = d polylog(d) samples, while kernel methods such as the
+network's NTK need on the order of d^2. This command measures that curve::
+
+    featlearn samples --config configs/experiments/glasgow_xor.yaml \
+        --study samples/glasgow_cpu --out DIR [--dims 8,16,32] [--seeds 8] [--target-error 0.05]
+
+**The study file** (default: the shipped ``samples/glasgow_cpu.yaml``) states, in the
+experiment config's own shape:
+
+* ``base``: overrides of the experiment shared by every method (e.g. no diagnostics);
+* ``scale``: how the config grows with d, as ``dotted.config.path: expression in d``
+  (``ceil(d * log(d))``; names: d, log, log2, sqrt, ceil, floor, min, max, numbers and
+  + - * / **), applied after the overrides;
+* ``methods``: ``name: {model: ..., data: ..., trainer: ..., scale: ...}`` overrides per
+  method (e.g. the NTK is ``model.class_path: LinearizedTwoLayerNet``);
+* defaults of the options below (``dims``, ``seeds``, ``target_error``,
+  ``pass_fraction``, ``resolution``, ``budget``, ``epochs``, ``n_max``); the command
+  line wins.
+
+**n\*(d)**, per method and d: the smallest number of training samples n at which at
+least ``pass_fraction`` of the seeds reach test error <= ``target_error``. The search
+starts at the smallest budget (one step's batch), doubles n until a trial passes
+(or n would pass ``n_max``: "not found"), then bisects [n_fail, n_pass] at the
+geometric mean until n_pass / n_fail <= ``resolution`` or no budget lies between.
+The test error is measured on the data model's test set (``data.test_size`` fresh
+samples). The search assumes that passing is monotone in n; a trial that contradicts
+that is kept in ``trials.csv`` and the bracket keeps the smallest n that passed.
+
+**Budgets** (the batch m is the scaled config's ``data.init_args.batch_size``):
+
+* ``online`` (the setting of Theorem 3.1): n = T m, T update steps on fresh batches of m
+  samples; the search runs over whole steps T, so n is a multiple of m.
+* ``finite``: a training set of ``train_size = n`` samples, minibatches of m distinct
+  samples, trained for ``ceil(epochs * n / m)`` steps (each sample seen ``epochs``
+  times): the stopping rule, stated in the output with the trials' final train accuracy.
+
+**Seeds** are one ensemble per trial (member s: ``model.seed + s``, data stream
+``data.seed + s``), and every method sees the same data streams.
+
+**Outputs** in DIR: ``samples.csv`` (method, d, m, n_star, n_fail, n_pass, seeds
+passing, status), ``trials.csv`` (every trial), ``samples.md`` (the table and the
+fitted exponents), ``samples.png`` and the TensorBoard image ``samples/n_star``
+(``DIR/tensorboard``) with n*(d) per method on log-log axes and the least-squares fit
+log n* = alpha log d + c; alpha's interval is a bootstrap over the points, each drawn
+log-uniformly within its bracket. Each trial's folder
+``DIR/trials/<method>/d<d>/n<n>`` holds ``config.yaml`` (``featlearn fit --config`` runs
+it alone) and ``result.json``. A re-run reuses every finished trial whose config is
+unchanged (an interrupted search resumes), and refuses to mix results of a changed
+config (``--overwrite`` discards them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import csv
+import math
+import operator
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from featlearn.config_files import resolve_config
+from featlearn.studies_trials import BuildRun, Launcher, Trial, load_yaml, merge_configs, run_trials, tensorboard_logger
+
+DEFAULT_STUDY = "samples/glasgow_cpu"
+BUDGETS = ("online", "finite")
+#: Study-file keys besides base/scale/methods: defaults of the command-line options.
+OPTION_KEYS = ("dims", "seeds", "target_error", "pass_fraction", "resolution", "budget", "epochs", "n_max")
+_METHOD_KEYS = {"model", "data", "trainer", "scale"}
+
+
+# ---------------------------------------------------------------------- scaling with d
+_FUNCTIONS = {
+    "log": math.log,
+    "log2": math.log2,
+    "sqrt": math.sqrt,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "min": min,
+    "max": max,
+}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+def evaluate_expression(text: str | int | float, d: int, where: str = "scale") -> float | int:
+    """The value of an arithmetic expression in d, e.g. ``ceil(d * log(d))``.
+
+    Only numbers, d, + - * / // ** , unary minus and the functions log, log2, sqrt,
+    ceil, floor, min, max are allowed (no Python evaluation).
+
+    Raises:
+        ValueError: Anything else, naming ``where``.
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"{where}: expected a number or an expression in d, got {text!r}.")
+    if isinstance(text, int | float):
+        return text
+
+    def value(node: ast.AST):
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name) and node.id == "d":
+            return d
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            operand = value(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _FUNCTIONS
+            and not node.keywords
+        ):
+            return _FUNCTIONS[node.func.id](*(value(a) for a in node.args))
+        raise ValueError(
+            f"{where}: {text!r} is not an expression in d (allowed: numbers, d, + - * / // **, "
+            f"{', '.join(sorted(_FUNCTIONS))})."
+        )
+
+    try:
+        tree = ast.parse(str(text), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"{where}: {text!r} is not an expression in d ({err.msg}).") from None
+    try:
+        return value(tree)
+    except (ValueError, ZeroDivisionError, OverflowError, TypeError) as err:
+        if isinstance(err, ValueError) and str(err).startswith(where):
+            raise
+        raise ValueError(f"{where}: {text!r} cannot be evaluated at d = {d} ({err}).") from None
+
+
+def apply_scale(config: dict, scale: dict, d: int, where: str = "scale") -> dict:
+    """``config`` (copied) with each dotted path of ``scale`` set to its expression's value at d.
+
+    Integral values are written as ints (a width, a batch size), others as floats.
+    """
+    config = copy.deepcopy(config)
+    for path, expression in scale.items():
+        number = evaluate_expression(expression, d, f"{where}.{path}")
+        if isinstance(number, float) and number.is_integer() and not _is_float_path(path, expression):
+            number = int(number)
+        keys = str(path).split(".")
+        node = config
+        for key in keys[:-1]:
+            child = node.get(key)
+            if child is None:
+                child = node[key] = {}
+            if not isinstance(child, dict):
+                raise ValueError(f"{where}.{path}: {key!r} is not a mapping in the config ({child!r}).")
+            node = child
+        node[keys[-1]] = number
+    return config
+
+
+def _is_float_path(path: str, expression) -> bool:
+    """Keep 2.0 a float where the expression is a float literal (a rate that happens to be whole)."""
+    return isinstance(expression, float)
+
+
+# ---------------------------------------------------------------------- the search
+@dataclass
+class SampleSearch:
+    """Doubling, then bisection on a log scale, over integer budgets k (n = k * unit).
+
+    Args:
+        unit: Samples per budget unit (online: the batch m, k counts steps; finite: 1).
+        k_min: The smallest budget (online 1 step; finite one batch, k = m).
+        k_max: The largest budget tried.
+        resolution: Stop when k_pass / k_fail <= resolution (> 1).
+    """
+
+    unit: int
+    k_min: int
+    k_max: int
+    resolution: float
+    k_fail: int | None = None
+    k_pass: int | None = None
+    tried: dict[int, bool] = field(default_factory=dict)
+
+    def next_budget(self) -> int | None:
+        """The next k to try, or None when the search is over."""
+        if not self.tried:
+            return self.k_min
+        if self.k_pass is None:  # doubling up until a pass
+            k = 2 * max(self.tried)
+            if k > self.k_max:
+                k = self.k_max if self.k_max not in self.tried else None
+            return k
+        if self.k_fail is None:  # only reachable if k_min ever passes: nothing smaller to try
+            return None
+        if self.k_pass / self.k_fail <= self.resolution:
+            return None
+        mid = round(math.sqrt(self.k_fail * self.k_pass))
+        mid = min(max(mid, self.k_fail + 1), self.k_pass - 1)
+        return mid if self.k_fail < mid < self.k_pass else None
+
+    def record(self, k: int, passed: bool) -> None:
+        """A trial at budget k passed (or not)."""
+        self.tried[k] = passed
+        if passed:
+            self.k_pass = k if self.k_pass is None else min(self.k_pass, k)
+        elif self.k_pass is None or k < self.k_pass:
+            self.k_fail = k if self.k_fail is None else max(self.k_fail, k)
+
+    @property
+    def status(self) -> str:
+        """``found`` (bracketed), ``at_min`` (the smallest budget passed) or ``not_found`` (none passed)."""
+        if self.k_pass is None:
+            return "not_found"
+        return "at_min" if self.k_fail is None else "found"
+
+
+def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+    r"""Least squares log n* = alpha log d + c, with a bootstrap interval for alpha.
+
+    Args:
+        points: (d, n_pass, n_fail) per dimension; n_fail None where the smallest budget passed.
+        draws: Bootstrap resamples: the points are drawn with replacement and each n* is
+            drawn log-uniformly in its bracket (n_fail, n_pass] (at n_pass when unbracketed).
+        seed: The bootstrap's seed.
+
+    Returns:
+        ``{"alpha", "intercept", "stderr", "ci_low", "ci_high", "points"}`` (stderr None
+        with two points), or None with fewer than two distinct d.
+    """
+    import numpy as np
+
+    if len({d for d, _, _ in points}) < 2:
+        return None
+    log_d = np.log([d for d, _, _ in points])
+    log_n = np.log([n for _, n, _ in points])
+    alpha, intercept = np.polyfit(log_d, log_n, 1)
+    stderr = None
+    if len(points) > 2:
+        residual = log_n - (alpha * log_d + intercept)
+        spread = ((log_d - log_d.mean()) ** 2).sum()
+        stderr = float(math.sqrt((residual**2).sum() / (len(points) - 2) / spread))
+    rng = np.random.default_rng(seed)
+    lows = np.log([nf if nf is not None else n for _, n, nf in points])
+    slopes = []
+    for _ in range(draws):
+        idx = rng.integers(0, len(points), len(points))
+        if len(set(log_d[idx])) < 2:
+            continue
+        jittered = rng.uniform(lows[idx], log_n[idx])
+        slopes.append(np.polyfit(log_d[idx], jittered, 1)[0])
+    low, high = np.percentile(slopes, [2.5, 97.5]) if slopes else (float("nan"), float("nan"))
+    return {
+        "alpha": float(alpha),
+        "intercept": float(intercept),
+        "stderr": stderr,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "points": len(points),
+    }
+
+
+# ---------------------------------------------------------------------- the study file
+@dataclass
+class SampleMethod:
+    """One curve of the study: overrides of the experiment and its own scaling."""
+
+    name: str
+    overrides: dict
+    scale: dict
+
+    @property
+    def slug(self) -> str:  # noqa: D102
+        return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_")
+
+
+@dataclass
+class Study:
+    """A study file: shared overrides and scaling, the methods, and option defaults."""
+
+    base: dict
+    scale: dict
+    methods: list[SampleMethod]
+    options: dict
+
+
+def load_study(path: Path) -> Study:
+    """Read a study file (see the module docstring).
+
+    Raises:
+        ValueError: An unknown key, a method that is not a mapping, or a non-mapping scale.
+    """
+    content = load_yaml(path, "--study")
+    unknown = set(content) - {"base", "scale", "methods", *OPTION_KEYS}
+    if unknown:
+        raise ValueError(
+            f"--study {str(path)!r} has unknown keys {sorted(unknown)}; allowed: base, scale, methods, "
+            f"{', '.join(OPTION_KEYS)}."
+        )
+    base, scale, entries = content.get("base") or {}, content.get("scale") or {}, content.get("methods")
+    for name, value in (("base", base), ("scale", scale)):
+        if not isinstance(value, dict):
+            raise ValueError(f"--study {str(path)!r}: {name} must be a mapping, got {value!r}.")
+    if not isinstance(entries, dict) or not entries:
+        raise ValueError(f"--study {str(path)!r} needs a non-empty mapping 'methods: {{name: overrides}}'.")
+    methods = []
+    for name, spec in entries.items():
+        spec = dict(spec or {})
+        if set(spec) - _METHOD_KEYS:
+            raise ValueError(
+                f"Method {name!r} in {str(path)!r} has unknown keys {sorted(set(spec) - _METHOD_KEYS)}; "
+                f"allowed: {sorted(_METHOD_KEYS)}."
+            )
+        own_scale = spec.pop("scale", None) or {}
+        if not isinstance(own_scale, dict):
+            raise ValueError(f"Method {name!r} in {str(path)!r}: scale must be a mapping, got {own_scale!r}.")
+        methods.append(SampleMethod(str(name), spec, own_scale))
+    slugs = [m.slug for m in methods]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")
+    return Study(base, scale, methods, {k: content[k] for k in OPTION_KEYS if k in content})
+
+
+# ---------------------------------------------------------------------- options
+@dataclass
+class Settings:
+    """The checked settings of one ``featlearn samples`` run."""
+
+    dims: list[int]
+    seeds: int
+    target_error: float
+    pass_fraction: float
+    resolution: float
+    budget: str
+    epochs: float
+    n_max: int
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The ``featlearn samples`` options (None: the study file's value, else the default)."""
+    parser = argparse.ArgumentParser(
+        prog="featlearn samples",
+        description="Sample complexity n*(d) of each method of a study (default: Glasgow's XOR, the network "
+        "against its NTK): write DIR/samples.csv, DIR/samples.md and the log-log plot with fitted exponents.",
+    )
+    parser.add_argument("--config", action="append", required=True, help="Experiment config (repeat to layer).")
+    parser.add_argument("--out", required=True, help="Output folder DIR.")
+    parser.add_argument("--study", default=DEFAULT_STUDY, help="Study file, a path or a shipped name (%(default)s).")
+    parser.add_argument("--dims", default=None, help="Comma-separated dimensions, e.g. 16,32,64.")
+    parser.add_argument("--seeds", type=int, default=None, help="Seeds per trial (one ensemble), at least 2.")
+    parser.add_argument("--target-error", type=float, default=None, help="Test error to reach, in (0, 0.5).")
+    parser.add_argument("--pass-fraction", type=float, default=None, help="Fraction of seeds that must reach it.")
+    parser.add_argument("--resolution", type=float, default=None, help="Stop when n_pass / n_fail <= this (> 1).")
+    parser.add_argument("--budget", choices=BUDGETS, default=None, help="online (n = steps x m) or finite.")
+    parser.add_argument("--epochs", type=float, default=None, help="finite budget: passes over the training set.")
+    parser.add_argument("--n-max", type=int, default=None, help="Largest n tried (default 2^24).")
+    parser.add_argument("--only", nargs="+", default=None, help="Run only these methods (names as in the study).")
+    parser.add_argument("--seed", type=int, default=None, help="First seed (default: the config's seed_everything).")
+    parser.add_argument("--overwrite", action="store_true", help="Discard results in DIR whose config changed.")
+    Launcher.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def settings_of(args: argparse.Namespace, study: Study) -> Settings:
+    """Merge the command line over the study file's defaults and check every value.
+
+    Raises:
+        ValueError: A setting out of range, naming it and what it must be.
+    """
+    options = dict(study.options)
+
+    def pick(name: str, default):
+        given = getattr(args, name)
+        return given if given is not None else options.get(name, default)
+
+    dims = pick("dims", None)
+    if dims is None:
+        raise ValueError("--dims is required (e.g. --dims 16,32,64), or give dims: [...] in the study file.")
+    if isinstance(dims, str):
+        try:
+            dims = [int(x) for x in dims.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--dims must be comma-separated integers, got {dims!r}.") from None
+    if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 2 for d in dims):
+        raise ValueError(f"--dims must be integers >= 2 (XOR needs two coordinates), got {dims!r}.")
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"--dims lists a dimension twice: {dims!r}.")
+    settings = Settings(
+        dims=sorted(dims),
+        seeds=pick("seeds", 8),
+        target_error=pick("target_error", 0.05),
+        pass_fraction=pick("pass_fraction", 0.5),
+        resolution=pick("resolution", 1.25),
+        budget=pick("budget", "online"),
+        epochs=pick("epochs", 20.0),
+        n_max=pick("n_max", 2**24),
+    )
+    if not isinstance(settings.seeds, int) or settings.seeds < 2:
+        raise ValueError(f"--seeds must be an integer >= 2 (a success rate needs several seeds), got {settings.seeds}.")
+    if not 0 < settings.target_error < 0.5:
+        raise ValueError(
+            f"--target-error must lie in (0, 0.5) (0.5 is chance on a balanced binary task), "
+            f"got {settings.target_error}."
+        )
+    if not 0 < settings.pass_fraction <= 1:
+        raise ValueError(f"--pass-fraction must lie in (0, 1], got {settings.pass_fraction}.")
+    if not settings.resolution > 1:
+        raise ValueError(f"--resolution must be > 1 (the final n_pass / n_fail), got {settings.resolution}.")
+    if settings.budget not in BUDGETS:
+        raise ValueError(f"--budget must be one of {BUDGETS}, got {settings.budget!r}.")
+    if not settings.epochs > 0:
+        raise ValueError(f"--epochs must be > 0, got {settings.epochs}.")
+    if not isinstance(settings.n_max, int) or settings.n_max < 1:
+        raise ValueError(f"--n-max must be a positive integer, got {settings.n_max}.")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}.")
+    return settings
+
+
+# ---------------------------------------------------------------------- one trial
+def scaled_config(experiment: dict, study: Study, method: SampleMethod, d: int) -> dict:
+    """The experiment with the study's and the method's overrides, scaled to dimension d."""
+    config = merge_configs(merge_configs(experiment, study.base), method.overrides)
+    config = apply_scale(config, study.scale, d, "scale")
+    return apply_scale(config, method.scale, d, f"methods.{method.name}.scale")
+
+
+def batch_of(config: dict, where: str) -> int:
+    """The scaled config's batch size m (a positive integer).
+
+    Raises:
+        ValueError: The config has no integer ``data.init_args.batch_size``.
+    """
+    m = (config.get("data") or {}).get("init_args", {}).get("batch_size")
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise ValueError(
+            f"{where}: the budget rule needs data.init_args.batch_size to be one positive integer (the batch "
+            f"m), got {m!r}; set it in the experiment or in the study's scale."
+        )
+    return m
+
+
+def trial_config(scaled: dict, settings: Settings, n: int, seed: int | None, folder: Path) -> dict:
+    """The full config of one trial at budget n (see the module docstring's budget rules)."""
+    config = copy.deepcopy(scaled)
+    m = batch_of(config, "trial")
+    data_args = config.setdefault("data", {}).setdefault("init_args", {})
+    trainer = config.setdefault("trainer", {})
+    if settings.budget == "online":
+        data_args["train_size"] = None
+        trainer["max_steps"] = n // m
+    else:
+        data_args["train_size"] = n
+        trainer["max_steps"] = math.ceil(settings.epochs * n / m)
+    if seed is not None:
+        config["seed_everything"] = seed
+    config.setdefault("model", {}).setdefault("init_args", {})["ensemble_size"] = settings.seeds
+    trainer["logger"] = tensorboard_logger(folder, "tensorboard")
+    trainer["enable_progress_bar"] = False
+    trainer["enable_model_summary"] = False
+    return config
+
+
+def passed(metrics: dict, settings: Settings) -> tuple[bool, int]:
+    """(whether the trial passes, how many seeds reached the target error)."""
+    errors = [1.0 - acc / 100.0 for acc in metrics["test_acc"]]
+    good = sum(e <= settings.target_error + 1e-12 for e in errors)
+    return good >= settings.pass_fraction * len(errors) - 1e-9, good
+
+
+# ---------------------------------------------------------------------- outputs
+def write_outputs(out: Path, rows: list[dict], trials: list[dict], settings: Settings, title: str) -> dict:
+    """Write samples.csv, trials.csv, samples.md and the plot; returns the fits by method."""
+    columns = ["method", "d", "batch_size", "budget", "n_star", "n_fail", "n_pass", "seeds_passing", "seeds", "status"]
+    with open(out / "samples.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    trial_columns = ["method", "d", "n", "steps", "passed", "seeds_passing", "test_error_mean", "train_acc_mean"]
+    with open(out / "trials.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*trial_columns, "seconds"], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(trials)
+    fits = {}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        points = [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
+        fits[method] = fit_exponent(points)
+    rule = (
+        "online: n = T x m (T steps on fresh batches of m)"
+        if settings.budget == "online"
+        else f"finite: train_size = n, ceil({settings.epochs:g} n / m) steps of m distinct samples"
+    )
+    lines = [
+        f"# Sample complexity on `{title}`",
+        "",
+        f"n* = the smallest n at which at least {settings.pass_fraction:g} of {settings.seeds} seeds reach test "
+        f"error <= {settings.target_error:g}; doubling then log-scale bisection to n_pass / n_fail <= "
+        f"{settings.resolution:g}. Budget {rule}.",
+        "",
+        "| method | d | m | n* | bracket (n_fail, n_pass] | seeds passing | status |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        star = "NA" if r["n_star"] == "" else str(r["n_star"])
+        lines.append(
+            f"| {r['method']} | {r['d']} | {r['batch_size']} | {star} | ({r['n_fail'] or '-'}, {r['n_pass'] or '-'}] "
+            f"| {r['seeds_passing']}/{r['seeds']} | {r['status']} |"
+        )
+    lines += ["", "Fitted exponents, n* ~ d^alpha (least squares on log-log, bracketed points only):", ""]
+    lines += ["| method | alpha | std. error | 95% bootstrap interval | points |", "|---|---:|---:|---|---:|"]
+    for method, fit in fits.items():
+        if fit is None:
+            lines.append(f"| {method} | NA | NA | NA (fewer than two bracketed dimensions) | - |")
+        else:
+            stderr = "NA" if fit["stderr"] is None else f"{fit['stderr']:.2f}"
+            lines.append(
+                f"| {method} | {fit['alpha']:.2f} | {stderr} | [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}] "
+                f"| {fit['points']} |"
+            )
+    (out / "samples.md").write_text("\n".join(lines) + "\n")
+    _plot(out, rows, fits, settings)
+    return fits
+
+
+def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        print("[samples] matplotlib is not installed: no samples.png (pip install featlearn[figures])", flush=True)
+        return
+    figure, axes = plt.subplots(figsize=(6, 4.5))
+    for index, (method, fit) in enumerate(fits.items()):
+        color = f"C{index}"
+        mine = [r for r in rows if r["method"] == method and r["n_pass"] != ""]
+        if not mine:
+            continue
+        dims = [r["d"] for r in mine]
+        n_pass = [r["n_pass"] for r in mine]
+        lower = [r["n_pass"] - (r["n_fail"] or r["n_pass"]) for r in mine]
+        label = method
+        if fit is not None:
+            label += f": alpha = {fit['alpha']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
+        axes.errorbar(dims, n_pass, yerr=[lower, [0] * len(mine)], fmt="o", color=color, capsize=3, label=label)
+        if fit is not None:
+            grid = [min(dims), max(dims)]
+            axes.plot(grid, [math.exp(fit["intercept"]) * d ** fit["alpha"] for d in grid], "-", color=color, lw=1)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("dimension d")
+    axes.set_ylabel("n* (samples to reach the target)")
+    axes.set_title(f"n*(d): test error <= {settings.target_error:g} in {settings.pass_fraction:g} of seeds")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out / "samples.png", dpi=120)
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(out / "tensorboard" / "samples")) as writer:
+        writer.add_figure("samples/n_star", figure, global_step=0)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------- command
+def samples(argv: list[str], build: BuildRun) -> dict:
+    """Run ``featlearn samples`` with arguments ``argv``; returns ``{"rows", "fits", "seconds"}``.
+
+    Args:
+        argv: The command's arguments (see :func:`parse_args`).
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+    """
+    args = parse_args(argv)
+    study = load_study(resolve_config(args.study))
+    settings = settings_of(args, study)
+    methods = study.methods
+    if args.only:
+        names = [m.name for m in methods]
+        missing = [n for n in args.only if n not in names]
+        if missing:
+            raise ValueError(f"--only names {missing} are not in the study {args.study!r}; its methods are {names}.")
+        methods = [m for m in methods if m.name in args.only]
+    experiment: dict = {}
+    for path in args.config:
+        experiment = merge_configs(experiment, load_yaml(resolve_config(path), "--config"))
+    out = Path(args.out)
+    launcher = Launcher.from_args(args, out / "submitit")
+
+    # Every (method, d) is checked before any trial runs: a bad expression or budget stops here.
+    searches: dict[tuple[str, int], tuple[dict, SampleSearch]] = {}
+    for method in methods:
+        for d in settings.dims:
+            scaled = scaled_config(experiment, study, method, d)
+            m = batch_of(scaled, f"method {method.name!r} at d = {d}")
+            if settings.budget == "online":
+                k_max = max(1, settings.n_max // m)
+                search = SampleSearch(unit=m, k_min=1, k_max=k_max, resolution=settings.resolution)
+            else:
+                if m > settings.n_max:
+                    raise ValueError(
+                        f"--budget finite: method {method.name!r} at d = {d} has batch m = {m} > --n-max "
+                        f"{settings.n_max}: a training set smaller than one batch. Raise --n-max or shrink the "
+                        f"batch (data.init_args.batch_size / the study's scale)."
+                    )
+                search = SampleSearch(unit=1, k_min=m, k_max=settings.n_max, resolution=settings.resolution)
+            searches[(method.name, d)] = (scaled, search)
+    out.mkdir(parents=True, exist_ok=True)
+    slugs = {m.name: m.slug for m in methods}
+    trial_rows: list[dict] = []
+    start = time.perf_counter()
+    title = " + ".join(args.config)
+    while True:
+        round_trials: list[tuple[tuple[str, int], int, Trial]] = []
+        for key, (scaled, search) in searches.items():
+            k = search.next_budget()
+            if k is None:
+                continue
+            n = k * search.unit
+            folder = out / "trials" / slugs[key[0]] / f"d{key[1]}" / f"n{n}"
+            config = trial_config(scaled, settings, n, args.seed, folder)
+            round_trials.append((key, k, Trial(f"{key[0]} d={key[1]} n={n}", folder, config)))
+        if not round_trials:
+            break
+        results = run_trials(
+            [t for _, _, t in round_trials],
+            build,
+            launcher,
+            overwrite=args.overwrite,
+            changed="the experiment, study file or an option such as --seeds, --budget or --seed changed",
+            log=lambda line: print(f"[samples] {line}", flush=True),
+        )
+        for key, k, trial in round_trials:
+            result = results[trial.label]
+            ok, good = passed(result["metrics"], settings)
+            searches[key][1].record(k, ok)
+            metrics = result["metrics"]
+            errors = [1.0 - a / 100.0 for a in metrics["test_acc"]]
+            train = metrics.get("train_acc")
+            trial_rows.append(
+                {
+                    "method": key[0],
+                    "d": key[1],
+                    "n": k * searches[key][1].unit,
+                    "steps": metrics["steps"],
+                    "passed": int(ok),
+                    "seeds_passing": good,
+                    "test_error_mean": f"{sum(errors) / len(errors):.4f}",
+                    "train_acc_mean": "" if not train else f"{sum(train) / len(train):.2f}",
+                    "seconds": f"{result['seconds']:.1f}",
+                }
+            )
+            print(
+                f"[samples] {trial.label}: {good}/{settings.seeds} seeds at test error <= "
+                f"{settings.target_error:g} -> {'pass' if ok else 'fail'}",
+                flush=True,
+            )
+        rows = _rows(searches, trial_rows, settings)
+        write_outputs(out, rows, trial_rows, settings, title)
+    rows = _rows(searches, trial_rows, settings)
+    fits = write_outputs(out, rows, trial_rows, settings, title)
+    seconds = time.perf_counter() - start
+    print((out / "samples.md").read_text(), flush=True)
+    print(f"[samples] study done in {seconds:.1f} s; {out / 'samples.png'}; tensorboard --logdir {out / 'tensorboard'}")
+    return {"rows": rows, "fits": fits, "seconds": seconds}
+
+
+def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[dict]:
+    rows = []
+    for (method, d), (scaled, search) in searches.items():
+        unit = search.unit
+        n_pass = "" if search.k_pass is None else search.k_pass * unit
+        n_fail = "" if search.k_fail is None else search.k_fail * unit
+        seeds_passing = next(
+            (t["seeds_passing"] for t in trial_rows if t["method"] == method and t["d"] == d and t["n"] == n_pass), 0
+        )
+        rows.append(
+            {
+                "method": method,
+                "d": d,
+                "batch_size": batch_of(scaled, method),
+                "budget": settings.budget,
+                "n_star": n_pass,
+                "n_fail": n_fail,
+                "n_pass": n_pass,
+                "seeds_passing": seeds_passing,
+                "seeds": settings.seeds,
+                "status": search.status,
+            }
+        )
+    return rows
+
+
+def main(argv: list[str], build: BuildRun) -> None:
+    """Entry point of ``featlearn samples ...`` (called by :mod:`featlearn.main` with the CLI's ``build``)."""
+    try:
+        samples(argv, build)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"featlearn samples: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,294 @@
+import csv
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import featlearn.studies_trials as trials_module
+from featlearn.cli import build_cli
+from featlearn.samples import (
+    SampleSearch,
+    apply_scale,
+    evaluate_expression,
+    fit_exponent,
+    load_study,
+    samples,
+)
+from featlearn.studies_trials import Launcher, Trial, measure_run, merge_configs, run_trials
+
+from ..conftest import CONFIGS  # noqa: TID252
+
+# Glasgow's XOR shrunk: width 2d, batch d log d, 60 % of the seeds to 0.2 test error.
+TINY_STUDY = {
+    "dims": [4, 8],
+    "seeds": 2,
+    "target_error": 0.2,
+    "pass_fraction": 0.5,
+    "resolution": 1.5,
+    "base": {
+        "trainer": {"callbacks": [], "callbacks+": [], "enable_checkpointing": False, "log_every_n_steps": 5},
+        "data": {"init_args": {"test_size": 512, "val_size": 0}},
+    },
+    "scale": {
+        "data.init_args.dim": "d",
+        "data.init_args.batch_size": "ceil(d * log(d))",
+        "model.init_args.network.width": "2 * d",
+        "model.init_args.init.scale": "1 / log(d)",
+    },
+    "methods": {
+        "Network": {"scale": {"model.init_args.lr": "1 / log(d)"}},
+        "NTK": {"model": {"class_path": "LinearizedTwoLayerNet"}, "scale": {"model.init_args.lr": 3.0}},
+    },
+}
+
+
+TINY_XOR = {"dim": 8, "batch_size": 32, "test_size": 256, "val_size": 0}
+
+
+def write_study(folder, study=TINY_STUDY):
+    path = folder / "study.yaml"
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def read_csv(path):
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory):
+    """The tiny study end to end: (out folder, returned summary, argv)."""
+    folder = tmp_path_factory.mktemp("samples")
+    argv = ["--config", "glasgow_xor", "--study", str(write_study(folder)), "--out", str(folder / "out")]
+    return folder / "out", samples(argv, build_cli), argv
+
+
+# ---------------------------------------------------------------------- pure parts
+def test_expressions_in_d():
+    assert evaluate_expression("ceil(d * log(d))", 16) == math.ceil(16 * math.log(16))
+    assert evaluate_expression("4 * d", 8) == 32
+    assert evaluate_expression("max(2, d // 3) ** 2 - -1", 9) == 10
+    assert evaluate_expression(0.5, 3) == 0.5
+    for bad in ("__import__('os')", "d.real", "e ** 2", "log(d", "[d]", "1 / (d - 4)"):
+        with pytest.raises(ValueError, match=r"scale\.x"):
+            evaluate_expression(bad, 4, "scale.x")
+
+
+def test_scaling_sets_nested_paths_and_keeps_the_rest():
+    config = {"model": {"init_args": {"network": {"width": 3}, "loss": "logistic"}}}
+    scaled = apply_scale(config, {"model.init_args.network.width": "4 * d", "data.init_args.dim": "d", "x.lr": 3.0}, 8)
+    assert scaled["model"]["init_args"] == {"network": {"width": 32}, "loss": "logistic"}
+    assert scaled["data"]["init_args"]["dim"] == 8 and isinstance(scaled["data"]["init_args"]["dim"], int)
+    assert scaled["x"]["lr"] == 3.0 and isinstance(scaled["x"]["lr"], float)
+    assert config["model"]["init_args"]["network"]["width"] == 3  # input untouched
+    with pytest.raises(ValueError, match="'loss' is not a mapping"):
+        apply_scale(config, {"model.init_args.loss.value": 1}, 8)
+
+
+def run_search(threshold, k_min=1, k_max=4096, resolution=1.25):
+    search = SampleSearch(unit=1, k_min=k_min, k_max=k_max, resolution=resolution)
+    tried = []
+    while (k := search.next_budget()) is not None:
+        assert k not in tried, "a budget is never tried twice"
+        tried.append(k)
+        search.record(k, k >= threshold)
+    return search, tried
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4096), st.sampled_from([1.1, 1.25, 2.0]))
+def test_search_brackets_any_monotone_threshold(threshold, resolution):
+    search, tried = run_search(threshold, resolution=resolution)
+    assert search.k_pass == min(k for k in tried if k >= threshold)
+    assert search.k_pass >= threshold
+    if threshold == 1:
+        assert search.status == "at_min" and search.k_fail is None
+    else:
+        assert search.status == "found" and search.k_fail < threshold
+        assert search.k_pass / search.k_fail <= resolution or search.k_pass - search.k_fail == 1
+    assert len(tried) <= 2 * math.log2(4096) + 2  # doubling, then bisection
+
+
+def test_search_that_never_passes_stops_at_the_largest_budget():
+    search, tried = run_search(10**9, k_max=1000)
+    assert search.status == "not_found" and tried[-1] == 1000 and tried[:3] == [1, 2, 4]
+
+
+def test_search_keeps_the_smallest_pass_when_results_are_not_monotone():
+    search = SampleSearch(unit=10, k_min=1, k_max=64, resolution=1.25)
+    for k, ok in ((1, False), (2, False), (4, True), (3, True)):
+        search.record(k, ok)
+    search.record(8, False)  # a larger budget failing contradicts monotonicity: the bracket keeps (2, 3]
+    assert (search.k_fail, search.k_pass, search.next_budget()) == (2, 3, None)
+
+
+def test_exponent_fit_recovers_a_power_law_and_its_bracket_interval():
+    points = [(d, round(3 * d**1.5), round(3 * d**1.5 / 1.2)) for d in (8, 16, 32, 64, 128)]
+    fit = fit_exponent(points)
+    assert fit["alpha"] == pytest.approx(1.5, abs=0.01)
+    assert fit["stderr"] < 0.01
+    assert fit["ci_low"] < 1.5 < fit["ci_high"] and fit["ci_high"] - fit["ci_low"] < 0.3
+    assert fit_exponent([(8, 100, 80), (8, 110, 90)]) is None  # one dimension: no slope
+
+
+# ---------------------------------------------------------------------- bad input
+def never_build(*args, **kwargs):
+    raise AssertionError("no trial may run on bad input")
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--dims", "1,8"], "--dims must be integers >= 2"),
+        (["--dims", "8,x"], "comma-separated integers"),
+        (["--dims", "8,8"], "twice"),
+        (["--target-error", "0.5"], r"--target-error must lie in \(0, 0.5\)"),
+        (["--target-error", "0"], r"--target-error must lie in \(0, 0.5\)"),
+        (["--seeds", "1"], "--seeds must be an integer >= 2"),
+        (["--pass-fraction", "0"], "--pass-fraction"),
+        (["--resolution", "1"], "--resolution must be > 1"),
+        (["--only", "Kernel"], r"--only names \['Kernel'\] are not in the study"),
+        (["--budget", "finite", "--n-max", "10"], "at d = 8 has batch m = 17 > --n-max 10"),
+        (["--epochs", "0", "--budget", "finite"], "--epochs must be > 0"),
+        (["--slurm-time", "0"], "--slurm-time must be >= 1"),
+    ],
+)
+def test_bad_input_is_refused_before_any_trial(tmp_path, args, match):
+    argv = ["--config", "glasgow_xor", "--study", str(write_study(tmp_path)), "--out", str(tmp_path / "o"), *args]
+    with pytest.raises(ValueError, match=match):
+        samples(argv, never_build)
+    assert not (tmp_path / "o" / "trials").exists()
+
+
+def test_bad_study_files_are_refused(tmp_path):
+    for study, match in (
+        ({**TINY_STUDY, "dimz": [4]}, "unknown keys"),
+        ({**TINY_STUDY, "methods": {}}, "non-empty mapping"),
+        ({**TINY_STUDY, "methods": {"A": {"optimizer": 1}}}, "unknown keys"),
+        ({**TINY_STUDY, "scale": {"model.init_args.lr": "exp(d)"}}, r"scale\.model\.init_args\.lr"),
+        ({**TINY_STUDY, "scale": {"data.init_args.batch_size": "d / 3"}}, "one positive integer"),
+    ):
+        path = write_study(tmp_path, study)
+        with pytest.raises(ValueError, match=match):
+            samples(["--config", "glasgow_xor", "--study", str(path), "--out", str(tmp_path / "o")], never_build)
+
+
+def test_console_script_reports_bad_input_without_a_traceback(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "featlearn", "samples", "--config", "glasgow_xor", "--out", str(tmp_path)]
+        + ["--seeds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "featlearn samples: error: --seeds must be" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_shipped_study_files_load_and_scale():
+    for name in ("glasgow_cpu", "glasgow_gpu"):
+        study = load_study(CONFIGS / "samples" / f"{name}.yaml")
+        assert [m.name for m in study.methods] == ["Network", "NTK"]
+        assert {"dims", "seeds", "target_error"} <= set(study.options)
+
+
+# ---------------------------------------------------------------------- end to end
+def test_study_writes_its_table_plot_and_trials(study_run):
+    out, summary, _ = study_run
+    rows = read_csv(out / "samples.csv")
+    assert [(r["method"], r["d"]) for r in rows] == [("Network", "4"), ("Network", "8"), ("NTK", "4"), ("NTK", "8")]
+    trials = read_csv(out / "trials.csv")
+    for row in rows:
+        mine = [t for t in trials if t["method"] == row["method"] and t["d"] == row["d"]]
+        assert row["status"] in ("found", "at_min")
+        assert row["n_star"] == row["n_pass"]
+        passing = [int(t["n"]) for t in mine if t["passed"] == "1"]
+        assert int(row["n_pass"]) == min(passing)  # the smallest budget that passed
+        if row["status"] == "found":
+            n_fail, n_pass, m = int(row["n_fail"]), int(row["n_pass"]), int(row["batch_size"])
+            assert n_fail < n_pass and (n_pass <= 1.5 * n_fail or n_pass - n_fail == m)  # resolution or one step
+        assert all(int(t["n"]) % int(row["batch_size"]) == 0 for t in mine)  # online: whole steps of m
+    md = (out / "samples.md").read_text()
+    assert "| Network | 4 |" in md and "alpha" in md
+    assert (out / "samples.png").stat().st_size > 5000
+    events = EventAccumulator(str(next((out / "tensorboard" / "samples").glob("events.*")))).Reload()
+    assert "samples/n_star" in events.Tags()["images"]
+    assert set(summary["fits"]) == {"Network", "NTK"}
+
+
+def test_any_trial_runs_alone_with_featlearn_fit(study_run):
+    out, _, _ = study_run
+    folder = sorted((out / "trials" / "ntk" / "d8").glob("n*"))[0]
+    saved = json.loads((folder / "result.json").read_text())["metrics"]
+    again = measure_run(folder / "config.yaml", build_cli)
+    assert again["test_acc"] == pytest.approx(saved["test_acc"], abs=1e-9)
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    assert config["model"]["class_path"] == "LinearizedTwoLayerNet"
+    assert config["data"]["init_args"]["dim"] == 8 and config["model"]["init_args"]["network"]["width"] == 16
+    assert config["trainer"]["max_steps"] * config["data"]["init_args"]["batch_size"] == int(folder.name[1:])
+
+
+def test_interrupted_study_resumes_from_finished_trials(study_run, tmp_path, monkeypatch, capsys):
+    out, _, argv = study_run
+    real_run = trials_module.measure_run
+    calls = []
+
+    def interrupted(path, build):
+        calls.append(path)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real_run(path, build)
+
+    monkeypatch.setattr(trials_module, "measure_run", interrupted)
+    args = [*argv[:-1], str(tmp_path / "resumed")]
+    with pytest.raises(KeyboardInterrupt):
+        samples(args, build_cli)
+    monkeypatch.setattr(trials_module, "measure_run", real_run)
+    capsys.readouterr()
+    samples(args, build_cli)
+    log = capsys.readouterr().out
+    assert log.count("finished earlier") == 4
+    assert (tmp_path / "resumed" / "samples.csv").read_text() == (out / "samples.csv").read_text()
+
+
+def test_rerun_trains_nothing_and_changed_settings_do_not_mix(study_run):
+    out, _, argv = study_run
+    samples(argv, never_build)  # every trial finished: nothing is built
+    with pytest.raises(ValueError, match="--overwrite"):
+        samples([*argv, "--seeds", "3"], never_build)
+
+
+def test_finite_budget_trains_a_set_of_n_for_the_stated_epochs(tmp_path):
+    study = {**TINY_STUDY, "dims": [4], "methods": {"Network": TINY_STUDY["methods"]["Network"]}}
+    argv = ["--config", "glasgow_xor", "--study", str(write_study(tmp_path, study)), "--out", str(tmp_path / "o")]
+    summary = samples([*argv, "--budget", "finite", "--epochs", "3"], build_cli)
+    trials = read_csv(tmp_path / "o" / "trials.csv")
+    m = math.ceil(4 * math.log(4))
+    assert int(trials[0]["n"]) == m  # the smallest budget is one batch
+    for trial in trials:
+        assert int(trial["steps"]) == math.ceil(3 * int(trial["n"]) / m)
+        assert trial["train_acc_mean"] != ""
+    assert summary["rows"][0]["budget"] == "finite"
+
+
+# ---------------------------------------------------------------------- submitit
+def test_submitit_local_executor_runs_the_same_trial(tmp_path):
+    """The cluster path (one submitit job per trial) in local subprocesses gives the local result."""
+    folder = tmp_path / "trial"
+    experiment = yaml.safe_load((CONFIGS / "experiments" / "glasgow_xor.yaml").read_text())
+    config = merge_configs(experiment, yaml.safe_load((CONFIGS / "debug" / "smoke.yaml").read_text()))
+    config = merge_configs(config, {"trainer": {"logger": False, "callbacks+": []}, "data": {"init_args": TINY_XOR}})
+    config["model"]["init_args"].update(ensemble_size=2, network={"width": 8})
+    local = run_trials([Trial("smoke", tmp_path / "local", config)], build_cli)["smoke"]
+    launcher = Launcher(kind="submitit-local", folder=tmp_path / "submitit", time_min=5)
+    remote = run_trials([Trial("smoke", folder, config)], never_build, launcher)["smoke"]
+    assert remote["metrics"]["test_acc"] == pytest.approx(local["metrics"]["test_acc"], abs=1e-9)
+    assert json.loads((folder / "result.json").read_text())["metrics"] == remote["metrics"]
+    assert list((tmp_path / "submitit").rglob("*_log.out"))  # submitit's own job logs
