@@ -39,10 +39,23 @@ def figure_image(figure) -> Tensor:
     return torch.from_numpy(rgba[..., :3].copy()).permute(2, 0, 1)
 
 
+def run_folder(trainer) -> Path | None:
+    """The run's folder: the first logger's ``log_dir`` (its ``save_dir`` if it has none); None without one.
+
+    What ``trainer.log_dir`` says, read from the logger itself: under DDP ``trainer.log_dir``
+    is a broadcast every process must join, and pictures are drawn on rank 0 alone.
+    """
+    if not trainer.loggers:
+        return None
+    logger = trainer.loggers[0]
+    folder = getattr(logger, "log_dir", None) or logger.save_dir
+    return Path(folder) if folder else None
+
+
 def publish_figure(trainer, tag: str, figure, step: int, filename: str | None) -> Tensor:
     """Send a drawn figure to every logger that takes images, save it as a PNG, close it.
 
-    The PNG goes to ``trainer.log_dir / filename`` when the run has a logger (and a
+    The PNG goes to :func:`run_folder` / ``filename`` when the run has a logger (and a
     ``filename``). Returns the image (3, H, W) uint8.
     """
     import matplotlib.pyplot as plt
@@ -52,8 +65,8 @@ def publish_figure(trainer, tag: str, figure, step: int, filename: str | None) -
         experiment = getattr(logger, "experiment", None)
         if hasattr(experiment, "add_image"):
             experiment.add_image(tag, image, global_step=step)
-    if filename is not None and trainer.loggers and trainer.log_dir:
-        folder = Path(trainer.log_dir)
+    folder = run_folder(trainer)
+    if filename is not None and folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         figure.savefig(folder / filename, dpi=100)
     plt.close(figure)

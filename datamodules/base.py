@@ -194,6 +194,25 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         """
         return self.train_set()
 
+    # ------------------------------------------------------------------ several processes
+    @property
+    def process_grid(self) -> tuple[int, int]:
+        """(this process's rank r, the number of processes W): (0, 1) without a trainer."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 0, 1
+        return trainer.global_rank, trainer.world_size
+
+    def rank_part(self, batch: TrainBatch) -> TrainBatch:
+        """Process r's part of a step's batch: columns [r B/W, (r+1) B/W) of every member's batch.
+
+        Every process draws the same full batch (it is a pure function of the step), so
+        W processes, each averaging the loss over its B/W samples and averaging their
+        gradients (DDP), take exactly the SGD step of one process on the full batch.
+        """
+        rank, world = self.process_grid
+        return batch if world == 1 else batch.part(rank, world)
+
     # ------------------------------------------------------------------ Lightning hooks
     def train_dataloader(self) -> _StepStream:
         """An endless stream of per-step batches, starting after the trainer's step."""
@@ -211,8 +230,16 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         return self._chunks(*self.eval_set("test"))
 
     def _chunks(self, x: Tensor, y: Tensor) -> _Chunks:
+        """Chunks of at most ``eval_batch_size``; with W processes, process r evaluates part r of each."""
         size = self.eval_batch_size
-        return _Chunks([(x[:, i : i + size], y[:, i : i + size]) for i in range(0, x.shape[1], size)])
+        rank, world = self.process_grid
+        chunks = []
+        for i in range(0, x.shape[1], size):
+            xs, ys = x[:, i : i + size], y[:, i : i + size]
+            if world > 1:  # near-equal parts (sizes differ by at most one sample); Lightning's sync averages them
+                xs, ys = torch.tensor_split(xs, world, dim=1)[rank], torch.tensor_split(ys, world, dim=1)[rank]
+            chunks.append((xs, ys))
+        return _Chunks(chunks)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):  # noqa: D102
         # Batches are born on the device; skip Lightning's recursive move.
@@ -409,9 +436,9 @@ class _StepStream:
         while plan.max_steps is None or step < plan.max_steps:
             size = plan.chunk_length(step + 1)
             if size == 1:
-                yield data.train_batch(step + 1)
+                yield data.rank_part(data.train_batch(step + 1))
             else:
-                yield StepChunk(data.train_batch(s) for s in range(step + 1, step + size + 1))
+                yield StepChunk(data.rank_part(data.train_batch(s)) for s in range(step + 1, step + size + 1))
             step += size
 
 

@@ -46,6 +46,38 @@ class TrainBatch(tuple):
         batch.unlabelled = unlabelled
         return batch
 
+    def part(self, index: int, parts: int) -> TrainBatch:
+        """Columns ``[index B/P, (index + 1) B/P)`` of every member's batch: part ``index`` of ``parts``.
+
+        A distributed run gives process r part r of each step's batch (see
+        :meth:`featlearn.datamodules.DataModel.rank_part`); the unlabelled inputs, if any,
+        are split the same way.
+
+        Raises:
+            ValueError: B (or B_u) is not divisible by ``parts``.
+        """
+        x, y = self
+        size = x.shape[1]
+        if size % parts or (self.unlabelled is not None and self.unlabelled.shape[1] % parts):
+            raise ValueError(
+                f"A batch of {size} samples cannot be split evenly over {parts} processes: make "
+                f"data.batch_size (at every step) a multiple of the number of processes."
+            )
+        width = size // parts
+        cols = slice(index * width, (index + 1) * width)
+        rows = None
+        if self.rows is not None:
+            idx = self.rows.index
+            if idx is None:  # the whole set in order: this part is rows [start, stop)
+                members = self.rows.inputs.shape[0]
+                idx = torch.arange(size, device=x.device).expand(members, size)
+            rows = SetRows(self.rows.inputs, idx[:, cols])
+        unlabelled = None
+        if self.unlabelled is not None:
+            u_width = self.unlabelled.shape[1] // parts
+            unlabelled = self.unlabelled[:, index * u_width : (index + 1) * u_width]
+        return TrainBatch((x[:, cols], y[:, cols]), rows, unlabelled)
+
 
 def take_rows(values: Tensor, index: Tensor) -> Tensor:
     """Rows ``index[s]`` of member s's set: values (S, n, ...), index (S, B) -> (S, B, ...).

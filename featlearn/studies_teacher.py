@@ -441,7 +441,9 @@ class TeacherSearch:
         self.summary = {"size": self.chosen_size, "test_acc_on_L": accuracy, "injected_label_shares": share.tolist()}
         if not trainer.is_global_zero:
             return
-        folder = Path(trainer.log_dir) if trainer.loggers and trainer.log_dir else None
+        from featlearn.callbacks.pictures import run_folder
+
+        folder = run_folder(trainer)
         for logger in trainer.loggers:
             experiment = getattr(logger, "experiment", None)
             if hasattr(experiment, "add_text"):

@@ -83,6 +83,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         # and at the end: no per-update kernels or host syncs, and still the exact step.
         self._pending_losses: list[Tensor] = []
         self._pending_from = 0
+        #: Several processes: per split, the sums (S,) of loss x n, error x n and n of this process's parts.
+        self._eval_sums: dict[str, tuple[Tensor, Tensor, Tensor]] = {}
 
     # ------------------------------------------------------------------ subclass API
     def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
@@ -225,6 +227,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """
         if not self.momentum.is_zero:  # a rate-0 group still moves its momentum buffer: differentiate it
             return []
+        if self._world_size > 1:  # DDP waits for a gradient of every parameter it was given
+            return []
         return [p for params, lr, _ in self._groups.values() if lr(step) == 0 for p in params]
 
     def _check_members(self, x: Tensor) -> None:
@@ -252,6 +256,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                     if p.grad is not None:
                         state[p]["momentum_buffer"] = p.grad.detach().clone()
 
+    @property
+    def _world_size(self) -> int:
+        try:
+            return self.trainer.world_size
+        except RuntimeError:  # not attached to a Trainer (a learner used directly)
+            return 1
+
+    def _across_processes(self, values: Tensor) -> Tensor:
+        """The mean of ``values`` over the processes of a distributed run (Lightning's strategy reduce)."""
+        if self._world_size == 1:
+            return values
+        return self.trainer.strategy.reduce(values, reduce_op="mean")
+
     #: The most updates whose losses wait for a divergence check (bounds their memory).
     _CHECK_EVERY = 256
 
@@ -263,8 +280,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         log_step = step % self.trainer.log_every_n_steps == 0
         if log_step or len(self._pending_losses) >= self._CHECK_EVERY:
             self._raise_if_diverged()
-        if log_step:
-            self._log_train(losses, step, batch_size=batch_size)
+        if log_step:  # with W processes: the losses of the whole batch, W times this part's
+            self._log_train(self._across_processes(losses), step, batch_size=batch_size * self._world_size)
 
     def on_train_end(self) -> None:  # noqa: D102
         self._raise_if_diverged()
@@ -277,7 +294,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """Raise at the first pending update whose loss is NaN or infinite; clear the pending losses."""
         if not self._pending_losses:
             return
-        finite = torch.isfinite(torch.stack(self._pending_losses)).all(dim=1)  # (n,)
+        # Every process checks the same values (NaN survives the mean), so all raise together.
+        finite = torch.isfinite(self._across_processes(torch.stack(self._pending_losses))).all(dim=1)  # (n,)
         self._pending_losses.clear()
         if not bool(finite.all()):
             bad = self._pending_from + int((~finite).nonzero()[0, 0])
@@ -335,11 +353,36 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def _eval_step(self, batch: tuple[Tensor, Tensor], split: str) -> None:
         x, y = batch
         loss, error = self.evaluate(x, y)
+        if self._world_size > 1:  # each process holds part of every chunk: sum here, reduce at the end
+            n = torch.full_like(loss, x.shape[1])
+            sums = self._eval_sums.get(split)
+            parts = (loss * n, error * n, n)
+            self._eval_sums[split] = parts if sums is None else tuple(a + b for a, b in zip(sums, parts, strict=True))
+            return
+        # Reduced over the chunks by Lightning; written to the loggers by _write_eval (no "epoch" chart).
+        metrics = self._eval_metrics(split, loss, error)
+        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1], logger=False)
+
+    def _eval_metrics(self, split: str, loss: Tensor, error: Tensor) -> dict[str, Tensor]:
         metrics = {f"{split}/loss": loss.mean(), f"{split}/error": error.mean()}
         metrics.update(self._member_metrics(split, "loss", loss))
         metrics.update(self._member_metrics(split, "error", error))
-        # Reduced over the chunks by Lightning; written to the loggers by _write_eval (no "epoch" chart).
-        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1], logger=False)
+        return metrics
+
+    def _reduce_eval(self, split: str) -> None:
+        """Several processes: the exact means over the whole set, from every process's sums (S,)."""
+        sums = self._eval_sums.pop(split, None)
+        if sums is None:
+            return
+        loss_sum, error_sum, count = (self.trainer.strategy.reduce(t, reduce_op="sum") for t in sums)
+        metrics = self._eval_metrics(split, loss_sum / count, error_sum / count)
+        self.log_dict(metrics, on_step=False, on_epoch=True, logger=False)
+
+    def on_validation_epoch_end(self) -> None:  # noqa: D102
+        self._reduce_eval("val")
+
+    def on_test_epoch_end(self) -> None:  # noqa: D102
+        self._reduce_eval("test")
 
     def _write_eval(self, split: str) -> None:
         """Write the reduced ``split`` metrics to the loggers at the current update step.
