@@ -39,6 +39,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_baselines.py
 	$(BIN)/python benchmarks/bench_idle_groups.py
 	$(BIN)/python benchmarks/bench_step.py
+	$(BIN)/python benchmarks/bench_samples.py
 
 # Full Fashion-MNIST (70000 images) from Debian's dataset-fashion-mnist, installed under
 # /usr/share/datasets/fashion-mnist (the default data.root of source: fashion_mnist).

@@ -16,13 +16,11 @@ and sweep point is cached on disk (:class:`TeacherCache`).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import csv
 import hashlib
 import importlib
 import json
-import logging
 import math
 import os
 import sys
@@ -37,6 +35,7 @@ from torch import Tensor, nn
 
 from featlearn.datamodules import LabelledTensors
 from featlearn.models import MulticlassClassifier
+from featlearn.studies_trials import quiet_lightning
 from featlearn.validation import check_int, check_number
 
 #: Bump when what a cached entry means changes (its training code, its file layout).
@@ -84,20 +83,6 @@ def build_network(spec: dict, width: int) -> nn.Module:
         module = "featlearn.models"
     cls = getattr(importlib.import_module(module), name)
     return cls(**{**dict(spec.get("init_args") or {}), "width": width})
-
-
-@contextlib.contextmanager
-def _quiet_lightning():
-    """Silence Lightning's per-fit banners (GPU/TPU lines, tips) while teachers train."""
-    loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning_fabric", "lightning")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 def _digest(payload: dict) -> str:
@@ -314,7 +299,7 @@ class TeacherSearch:
             ensemble_size=members,
             updates_per_batch=self.updates_per_batch,
         )
-        with _quiet_lightning():
+        with quiet_lightning():
             self._fit(learner, datamodule, steps)
         return learner.cpu()
 

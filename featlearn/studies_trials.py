@@ -211,12 +211,13 @@ _BANNERS_SHOWN = [False]
 
 
 @contextlib.contextmanager
-def _quiet_lightning(quiet: bool):
-    """Lightning's per-run banners (devices, tips, "seed set", "max_steps reached") shown once, not per trial.
+def quiet_lightning(quiet: bool = True):
+    """Hide Lightning's per-run banners (devices, tips, "seed set", "max_steps reached") while it runs.
 
-    They are INFO records of Lightning's loggers; warnings and errors still show.
+    They are INFO records of Lightning's loggers; warnings and errors still show. Commands
+    that run many fits show them once (trials) or not at all (teachers).
     """
-    names = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning.fabric")
+    names = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning.fabric", "lightning")
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     if quiet:
@@ -359,7 +360,7 @@ def run_trials(
             path = trial.prepare()
             log(f"{trial.label}: featlearn fit --config {path}")
             start = time.perf_counter()
-            with _quiet_lightning(_BANNERS_SHOWN[0]):
+            with quiet_lightning(_BANNERS_SHOWN[0]):
                 metrics = measure_run(path, build)
             _BANNERS_SHOWN[0] = True
             results[trial.label] = trial.save(metrics, time.perf_counter() - start)
