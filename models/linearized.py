@@ -84,6 +84,11 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         """
         if self.form != "kernel" or stage != "fit" or self.alpha:
             return
+        if self.trainer.world_size > 1:  # its gradients are set by hand: DDP would not average them
+            raise ValueError(
+                f"model.form: kernel trains in one process only (this run has {self.trainer.world_size}): "
+                f"use form: linear (the same predictor) with several processes."
+            )
         data = self.trainer.datamodule
         n = getattr(data, "train_size", None)
         if n is None or n > self.kernel_max_samples:

@@ -1,4 +1,5 @@
 import pytest
+import pytorch_lightning as pl
 import torch
 from torch.func import functional_call, jvp
 
@@ -131,3 +132,13 @@ def test_kernel_form_needs_a_small_finite_training_set(fit, data_args, match):
     model = LinearizedTwoLayerNet(10, **grouped(8, lr=0.1, form="kernel", kernel_max_samples=32, **SHI_NET))
     with pytest.raises(ValueError, match=f"kernel_max_samples = 32.*{match}" if match != "None" else "is None"):
         fit(model, data, 1)
+
+
+def test_kernel_form_refuses_several_processes(monkeypatch):
+    """Its gradients are set by hand, which DDP would not average: a clear error, not diverging ranks."""
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False)
+    monkeypatch.setattr(pl.Trainer, "world_size", property(lambda self: 2))
+    model = LinearizedTwoLayerNet(input_dim=4, network={"width": 3}, lr=0.1, form="kernel")
+    model.trainer = trainer
+    with pytest.raises(ValueError, match="form: kernel trains in one process only"):
+        model.setup("fit")
