@@ -150,7 +150,11 @@ def _structure_free_overrides(config: dict, build: BuildRun) -> dict:
     try:
         return cli.datamodule.structure_free_overrides()
     except NotImplementedError as err:
-        raise ValueError(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
+        raise MethodNotApplicable(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
+
+
+class MethodNotApplicable(ValueError):
+    """A method of the methods file that this experiment cannot run (e.g. no variant without structure)."""
 
 
 # ---------------------------------------------------------------------- tables
@@ -164,8 +168,13 @@ def summarize(values: list[float] | None) -> tuple[float | None, float | None, i
     return mean, std, n
 
 
-def write_tables(out: Path, results: dict[str, dict], experiment: str, seeds: int) -> None:
-    """Write ``table.md`` and ``table.csv`` for the methods in ``results`` (in order)."""
+def write_tables(
+    out: Path, results: dict[str, dict], experiment: str, seeds: int, skipped: dict[str, str] | None = None
+) -> None:
+    """Write ``table.md`` and ``table.csv`` for the methods in ``results`` (in order).
+
+    ``skipped`` (method -> why) is listed under the Markdown table.
+    """
     names = list(results)
     with open(out / "table.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -189,6 +198,8 @@ def write_tables(out: Path, results: dict[str, dict], experiment: str, seeds: in
             else:
                 cells.append(f"{mean:.{decimals}f}" + ("" if std is None else f" ± {std:.{decimals}f}"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if skipped:
+        lines += ["", *(f"Skipped {name}: {why}" for name, why in skipped.items())]
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
@@ -239,17 +250,27 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    trials = []
+    trials, skipped = [], {}
     for method in methods:  # every config first: a bad method stops the command before any training
-        config = method_config(experiment, method, args.seeds, args.seed, out, build)
+        try:
+            config = method_config(experiment, method, args.seeds, args.seed, out, build)
+        except MethodNotApplicable as err:
+            if args.only:  # asked for by name: an error, not a skip
+                raise
+            skipped[method.name] = str(err).split(" Drop the")[0]
+            continue
         trials.append(Trial(method.name, out / "methods" / method.slug, config, (out / "tensorboard" / method.slug,)))
+    for name, why in skipped.items():
+        print(f"[compare] skipping {name!r}: {why}", flush=True)
+    if not trials:
+        raise ValueError(f"No method of {args.methods!r} applies to this experiment: {skipped}.")
     experiment_name = " + ".join(args.config)
     results: dict[str, dict] = {}
     times: dict[str, float] = {}
 
     def finished(trial: Trial, result: dict) -> None:
         results[trial.label], times[trial.label] = result["metrics"], result["seconds"]
-        write_tables(out, results, experiment_name, args.seeds)  # a partial table after each method
+        write_tables(out, results, experiment_name, args.seeds, skipped)  # a partial table after each method
         print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
 
     done = run_trials(
@@ -263,7 +284,7 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     )
     results = {label: result["metrics"] for label, result in done.items()}
     times = {label: result["seconds"] for label, result in done.items()}
-    write_tables(out, results, " + ".join(args.config), args.seeds)
+    write_tables(out, results, experiment_name, args.seeds, skipped)
     with open(out / "run_times.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "seconds"])

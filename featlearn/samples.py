@@ -673,7 +673,8 @@ def samples(argv: list[str], build: BuildRun) -> dict:
     fits = write_outputs(out, rows, trial_rows, settings, title)
     seconds = time.perf_counter() - start
     print((out / "samples.md").read_text(), flush=True)
-    print(f"[samples] study done in {seconds:.1f} s; {out / 'samples.png'}; tensorboard --logdir {out / 'tensorboard'}")
+    print(f"[samples] study done in {seconds:.1f} s; {out / 'samples.png'}", flush=True)
+    print(f"[samples] tensorboard --logdir {out}   (the plot and every trial's curves)", flush=True)
     return {"rows": rows, "fits": fits, "seconds": seconds}
 
 

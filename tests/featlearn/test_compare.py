@@ -245,3 +245,23 @@ def test_deep_merge_keeps_lists_nulls_and_interpolation_strings_as_written():
     merged = deep_merge(base, override)
     assert merged == {"trainer": {"callbacks": [{"class_path": "B"}], "max_steps": None}, "note": "${not.resolved}"}
     assert base["trainer"]["max_steps"] == 10  # the inputs are not changed
+
+
+def test_inapplicable_methods_are_skipped_up_front_and_named(tmp_path, capsys):
+    content = {
+        **TINY,
+        "trainer": {"max_steps": 2, "log_every_n_steps": 1},
+        "data": {"class_path": "BooleanXOR", "init_args": {"dim": 8, "batch_size": 16, "test_size": 64}},
+    }
+    config = write_config(tmp_path, content)
+    methods = tmp_path / "methods.yaml"
+    entries = {"Network": {}, "Network w/o structure": {"without_structure": True}}
+    methods.write_text(yaml.safe_dump({"methods": entries}))
+    out = tmp_path / "o"
+    args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
+    results = compare(args, build_cli)
+    log = capsys.readouterr().out
+    assert list(results) == ["Network"]
+    skip = log.index("skipping 'Network w/o structure': BooleanXOR has no variant without input structure")
+    assert skip < log.index("featlearn fit --config")  # said before any training
+    assert "Skipped Network w/o structure: BooleanXOR has no variant" in (out / "table.md").read_text()
