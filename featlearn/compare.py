@@ -137,7 +137,12 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     trainer["enable_progress_bar"] = False
     trainer["enable_model_summary"] = False
     key = "callbacks" if "callbacks" in trainer and "callbacks+" not in trainer else "callbacks+"
-    trainer[key] = list(trainer.get(key) or []) + [{"class_path": "HeldOutAccuracy"}]
+    added = [{"class_path": "HeldOutAccuracy"}]
+    if "callbacks" in trainer:  # base.yaml's list (which flags degenerate runs) was replaced: flag them anyway
+        listed = [c.get("class_path", "") for c in (trainer.get("callbacks") or []) + (trainer.get("callbacks+") or [])]
+        if not any(path.endswith("DegenerateRuns") for path in listed):
+            added.append({"class_path": "DegenerateRuns"})
+    trainer[key] = list(trainer.get(key) or []) + added
     return config
 
 
@@ -183,6 +188,9 @@ def write_tables(
             for metric, _, _ in METRICS:
                 mean, std, n = summarize(results[name].get(metric))
                 writer.writerow([name, metric, _num(mean), _num(std), n])
+            flags = results[name].get("degenerate")
+            if flags is not None:  # how many seeds degenerated (mean: that count)
+                writer.writerow([name, "degenerate", repr(float(sum(flags))), "", len(flags)])
     lines = [
         f"Comparison on `{experiment}`: mean ± std over {seeds} seed(s) (std with ddof 1).",
         "",
@@ -198,6 +206,10 @@ def write_tables(
             else:
                 cells.append(f"{mean:.{decimals}f}" + ("" if std is None else f" ± {std:.{decimals}f}"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    flags = {name: results[name].get("degenerate") for name in names}
+    if any(f is not None for f in flags.values()):  # runs that failed without an error (DegenerateRuns)
+        cells = ["NA" if f is None else f"{sum(f)}/{len(f)}" for f in flags.values()]
+        lines.append("| Degenerate runs | " + " | ".join(cells) + " |")
     if skipped:
         lines += ["", *(f"Skipped {name}: {why}" for name, why in skipped.items())]
     (out / "table.md").write_text("\n".join(lines) + "\n")

@@ -151,7 +151,9 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
 
     Returns:
         ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
-        "steps": int}`` with one value per seed, accuracies in percent.
+        "degenerate": [...] | None, "steps": int}`` with one value per seed, accuracies in
+        percent, ``degenerate`` from the run's :class:`~featlearn.callbacks.DegenerateRuns`
+        (None without one).
 
     Raises:
         RuntimeError: Training stopped before ``trainer.max_steps``.
@@ -159,6 +161,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     """
     import torch
 
+    from featlearn.callbacks import DegenerateRuns
     from featlearn.callbacks.alignment import feature_alignment
 
     argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
@@ -183,6 +186,8 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     if data.train_size is not None:
         _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
+    checks = [callback for callback in trainer.callbacks if isinstance(callback, DegenerateRuns)]
+    result["degenerate"] = checks[0].degenerate if checks else None
     features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
     truth = data.ground_truth().get("feature")
     result["cos_similarity"] = None

@@ -43,8 +43,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     **What observers read.** Diagnostics and commands read a learner only through
     :meth:`scores`, :meth:`evaluate_dataset`, :meth:`first_layer_features` and
     :meth:`output_weights` (None where the learner has no such thing, as the NTK has
-    no learned neurons), :attr:`ensemble_size` and :attr:`margin_loss_derivative_abs`:
-    never through the network's attributes.
+    no learned neurons), :attr:`ensemble_size`, :attr:`margin_loss_derivative_abs` and
+    :attr:`logged_member_losses`: never through the network's attributes.
 
     **Several updates per Lightning batch.** When the data model's stream carries
     several consecutive steps in one batch (a :class:`~featlearn.steps.StepChunk`, see
@@ -83,6 +83,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         # and at the end: no per-update kernels or host syncs, and still the exact step.
         self._pending_losses: list[Tensor] = []
         self._pending_from = 0
+        #: Per-member training losses (S,) at step 1 and at each logging step, on the CPU: step ->
+        #: losses (the whole batch's, with several processes). Public: observers read it (e.g. to
+        #: flag a loss that grew by orders of magnitude).
+        self.logged_member_losses: dict[int, Tensor] = {}
         #: Several processes: per split, the sums (S,) of loss x n, error x n and n of this process's parts.
         self._eval_sums: dict[str, tuple[Tensor, Tensor, Tensor]] = {}
 
@@ -280,8 +284,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         log_step = step % self.trainer.log_every_n_steps == 0
         if log_step or len(self._pending_losses) >= self._CHECK_EVERY:
             self._raise_if_diverged()
-        if log_step:  # with W processes: the losses of the whole batch, W times this part's
-            self._log_train(self._across_processes(losses), step, batch_size=batch_size * self._world_size)
+        if log_step or step == 1:  # with W processes: the losses of the whole batch, W times this part's
+            losses = self._across_processes(losses)
+            self.logged_member_losses[step] = losses.detach().float().cpu()
+        if log_step:
+            self._log_train(losses, step, batch_size=batch_size * self._world_size)
 
     def on_train_end(self) -> None:  # noqa: D102
         self._raise_if_diverged()

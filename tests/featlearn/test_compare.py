@@ -104,9 +104,13 @@ def test_table_csv_and_md_in_the_papers_layout(comparison):
     rows = read_csv(out / "table.csv")
     assert rows[0] == ["method", "metric", "mean", "std", "n_seeds"]
     assert [(r[0], r[1]) for r in rows[1:]] == [
-        (m, k) for m in METHODS for k in ("train_acc", "test_acc", "cos_similarity")
+        (m, k) for m in METHODS for k in ("train_acc", "test_acc", "cos_similarity", "degenerate")
     ]
     for method, metric, mean, std, n in rows[1:]:
+        if metric == "degenerate":  # the count of seeds DegenerateRuns flagged
+            flags = json.loads((out / "methods" / _slug(method) / "result.json").read_text())["metrics"][metric]
+            assert len(flags) == int(n) == 2 and float(mean) == sum(flags) and std == ""
+            continue
         per_seed = json.loads((out / "methods" / _slug(method) / "result.json").read_text())["metrics"][metric]
         assert per_seed == results[method][metric]
         if per_seed is None:  # NTK has no learned first layer
@@ -118,7 +122,9 @@ def test_table_csv_and_md_in_the_papers_layout(comparison):
         assert all(0 <= v <= 100 for v in per_seed) if "acc" in metric else all(-1 <= v <= 1 for v in per_seed)
     table = (out / "table.md").read_text().splitlines()
     assert table[2] == "| Model | " + " | ".join(METHODS) + " |"
-    assert [line.split(" | ")[0] for line in table[4:]] == ["| Train Acc (%)", "| Test Acc (%)", "| Cos Similarity"]
+    labels = ["| Train Acc (%)", "| Test Acc (%)", "| Cos Similarity", "| Degenerate runs"]
+    assert [line.split(" | ")[0] for line in table[4:]] == labels
+    assert all(cell.endswith("/2") for cell in table[7].strip(" |").split(" | ")[1:])
     assert table[6].split(" | ")[2] == "NA"
 
 

@@ -82,8 +82,8 @@ def runs(tmp_path_factory):
 
 def test_two_processes_take_the_same_sgd_steps_as_one(runs):
     one, two = runs
-    (ckpt_one,) = (one / "checkpoints").glob("*.ckpt")
-    (ckpt_two,) = (two / "checkpoints").glob("*.ckpt")  # rank 0 alone writes checkpoints
+    (ckpt_one,) = (one / "checkpoints").glob(f"*step={STEPS}.ckpt")
+    (ckpt_two,) = (two / "checkpoints").glob(f"*step={STEPS}.ckpt")  # rank 0 alone writes checkpoints
     state_one = torch.load(ckpt_one, map_location="cpu", weights_only=False)["state_dict"]
     state_two = torch.load(ckpt_two, map_location="cpu", weights_only=False)["state_dict"]
     assert state_one.keys() == state_two.keys()
