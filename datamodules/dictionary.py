@@ -320,15 +320,24 @@ class DictionaryDataModule(SyntheticDataModule):
         random code table has no per-pattern signal, so Section 3.1's sigma_a is
         undefined), E.1.1's gamma = 1/4 is used instead.
 
+        Also ``positive_rate``, Pr[y = +1] of *this* distribution (exact), which the class
+        weights alpha_v = 1 / (2 Pr[y = v]) of Appendix F.1.1 (eq. 295) need.
+
         Returns:
-            ``{"sigma_w", "sigma_b", "sigma_xi", "sigma_a"}`` as Python floats.
+            ``{"sigma_w", "sigma_b", "sigma_xi", "sigma_a", "positive_rate"}`` as Python floats.
         """
         structured = self._structured()
         k, sigma, gamma = structured.k, structured.sigma_tilde, structured.gamma
         if not gamma > GAMMA_FLOOR:
             gamma = E11_GAMMA
         sigma_a = sigma**2 / (gamma * k**2)
-        return {"sigma_w": 1 / k, "sigma_b": 1 / k**2, "sigma_xi": k**-1.5, "sigma_a": sigma_a}
+        return {
+            "sigma_w": 1 / k,
+            "sigma_b": 1 / k**2,
+            "sigma_xi": k**-1.5,
+            "sigma_a": sigma_a,
+            "positive_rate": float(self.positive_probability),
+        }
 
     def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw n normalised inputs x = (x~ - E x~)/sigma~ and their labels."""

@@ -209,9 +209,13 @@ def fill_process_constants(config) -> None:
         null_segments = [
             i for i, seg in enumerate(noise) if isinstance(seg, dict) and "value" in seg and seg["value"] is None
         ]
-    if not (missing or null_segments):
+    weighting = config.get("model.init_args.class_weighting")
+    needs_rate = weighting not in (None, 0, 0.0) and config.get("model.init_args.positive_rate") is None
+    if not (missing or null_segments or needs_rate):
         return
     constants = _build(config.get("data")).process_constants()
+    if needs_rate and "positive_rate" in constants:  # else the learner names what to set at fit start
+        config["model.init_args.positive_rate"] = constants["positive_rate"]
     for name in missing:
         if name not in constants:
             raise ValueError(

@@ -13,7 +13,7 @@ from featlearn.batches import SetRows
 from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
-from featlearn.validation import check_choice, check_int
+from featlearn.validation import check_choice, check_int, check_number
 
 
 class ScheduledSGDModule(pl.LightningModule, abc.ABC):
@@ -55,6 +55,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         loss: ``logistic`` or ``hinge`` (see :mod:`featlearn.models.losses`).
         ensemble_size: S, the number of independent members.
         max_members_logged: Log per-member curves when S is at most this.
+        class_weighting: *schedule*, omega(t) in [0, 1]: each sample's training loss is
+            weighted by 1 + omega(t) (alpha_y - 1) with alpha_v = 1 / (2 Pr[y = v]), so
+            omega = 1 is Shi et al.'s class-weighted loss for imbalanced classes (Appendix
+            F.1.1, eq. 295) and omega = 0 (the default) the plain mean. Binary labels only;
+            held-out losses stay unweighted.
+        positive_rate: Pr[y = +1] for the class weights, in (0, 1); null: filled by the
+            command line from the data model's ``process_constants()`` (needed only where
+            omega is not zero).
         momentum: *schedule*, mu(t) in [0, 1): SGD with momentum, the heavy ball
             b_t = mu(t) b_{t-1} + g_t, theta_t = theta_{t-1} - c eta(t) b_t (no dampening;
             b_t = g_t at steps where mu(t) = 0), set at every step like the rates. The
@@ -63,7 +71,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     """
 
     def __init__(
-        self, loss: str = "logistic", ensemble_size: int = 1, max_members_logged: int = 8, momentum: ScheduleSpec = 0.0
+        self,
+        loss: str = "logistic",
+        ensemble_size: int = 1,
+        max_members_logged: int = 8,
+        momentum: ScheduleSpec = 0.0,
+        class_weighting: ScheduleSpec = 0.0,
+        positive_rate: float | None = None,
     ) -> None:
         super().__init__()
         check_choice("model.loss", loss, sorted(LOSSES))
@@ -78,6 +92,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.momentum = as_schedule(momentum, "model.momentum")
         if any(v >= 1 for seg in self.momentum.segments for v in (seg.value, seg.end_value) if v is not None):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
+        self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
+        if any(
+            not 0 <= v <= 1
+            for seg in self.class_weighting.segments
+            for v in (seg.value, seg.end_value)
+            if v is not None
+        ):
+            raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
+        if positive_rate is not None:
+            check_number("model.positive_rate", positive_rate, 0.0, 1.0, strict=True)
+            if positive_rate >= 1:
+                raise ValueError(f"model.positive_rate must lie in (0, 1), got {positive_rate!r}.")
+        self.positive_rate = positive_rate
         # Per-member losses (S,) of the updates since the last divergence check, from step
         # _pending_from on. Checked in one go on logging steps, every _CHECK_EVERY updates
         # and at the end: no per-update kernels or host syncs, and still the exact step.
@@ -143,11 +170,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             values[f"weight_decay_{name}"] = wd(step)
         if not self.momentum.is_zero:
             values["momentum"] = self.momentum(step)
+        if not self.class_weighting.is_zero:
+            values["class_weighting"] = self.class_weighting(step)
         return values
 
     def schedules(self) -> list[Schedule]:
         """All schedules, for the coverage check at fit start."""
-        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)] + [self.momentum]
+        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)] + [self.momentum, self.class_weighting]
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -160,6 +189,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self._check_data_members()
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
+        if not self.class_weighting.is_zero and self.positive_rate is None:
+            raise ValueError(
+                "model.class_weighting needs Pr[y = +1]: set model.positive_rate, or leave it null with a data "
+                "model whose process_constants() state it (SparseCoding, HiddenRepresentation)."
+            )
 
     def on_validation_start(self) -> None:  # noqa: D102
         self._check_data_members()
@@ -181,6 +215,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """Mean loss of each member: f, y (S, B) -> (S,)."""
         return self.margin_loss(y * f).mean(dim=1)
 
+    def training_losses(self, f: Tensor, y: Tensor, step: int) -> Tensor:
+        r"""The members' training losses at ``step``: f, y (S, B) -> (S,).
+
+        :meth:`member_losses`, with each sample weighted by :math:`1 + \omega(t)(lpha_y - 1)`,
+        :math:`lpha_v = 1 / (2 \Pr[y = v])`, where ``class_weighting`` omega(t) is not zero.
+        """
+        omega = self.class_weighting(step)
+        if omega == 0:
+            return self.member_losses(f, y)
+        rate = self.positive_rate
+        alpha = torch.where(y > 0, 1.0 / (2.0 * rate), 1.0 / (2.0 * (1.0 - rate)))  # (S, B)
+        return ((1.0 + omega * (alpha - 1.0)) * self.margin_loss(y * f)).mean(dim=1)
+
     def training_step(self, batch: tuple[Tensor, Tensor] | StepChunk, batch_idx: int) -> Tensor:
         """The update(s) a Lightning batch carries: one (x, y), or a :class:`StepChunk` of several."""
         if isinstance(batch, StepChunk):
@@ -199,7 +246,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             for p in idle:
                 p.requires_grad_(False)
             rows = getattr(batch, "rows", None)
-            losses = self.member_losses(self.training_output(x, step, rows), y)  # (S,)
+            losses = self.training_losses(self.training_output(x, step, rows), y, step)  # (S,)
             objective = losses.sum()
             extra = self.extra_objective(batch, step)
             if extra is not None:

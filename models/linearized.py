@@ -154,7 +154,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         f_all = self._kernel_train_scores().detach()  # (S, n)
         f = f_all if idx is None else torch.gather(f_all, 1, idx)  # (S, B)
         f.requires_grad_(True)
-        losses = self.member_losses(f, y)  # (S,)
+        losses = self.training_losses(f, y, step)  # (S,)
         (dl_df,) = torch.autograd.grad(losses.sum(), f)  # (S, B): dL_s / df_i
         optimizer = self.optimizers()
         for alpha in self.alpha.values():

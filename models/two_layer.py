@@ -72,6 +72,10 @@ class TwoLayerNet(ScheduledSGDModule):
             pre-activations of a finite training set may take (see
             :meth:`frozen_preactivations`); 0 turns the cache off. A speed setting
             that changes results only by round-off.
+        class_weighting: *schedule*, omega(t) in [0, 1]: the class-weighted loss of Shi et
+            al.'s Appendix F.1.1 (eq. 295) where 1, the plain loss where 0 (the default);
+            see :class:`~featlearn.models.base.ScheduledSGDModule`.
+        positive_rate: Pr[y = +1] for the class weights; null: from the data model.
         momentum: *schedule*, SGD momentum mu(t) in [0, 1) (E.4's 0.95); default 0,
             plain SGD. With momentum, a group at rate 0 still gets its gradient (its
             buffer moves), so nothing is skipped or cached.
@@ -100,9 +104,16 @@ class TwoLayerNet(ScheduledSGDModule):
         max_members_logged: int = 8,
         preactivation_cache_mb: float = 2048.0,
         momentum: ScheduleSpec = 0.0,
+        class_weighting: ScheduleSpec = 0.0,
+        positive_rate: float | None = None,
     ) -> None:
         super().__init__(
-            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
+            loss=loss,
+            ensemble_size=ensemble_size,
+            max_members_logged=max_members_logged,
+            momentum=momentum,
+            class_weighting=class_weighting,
+            positive_rate=positive_rate,
         )
         self.save_hyperparameters()
         check_int("model.input_dim", input_dim, 1)

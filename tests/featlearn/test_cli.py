@@ -432,3 +432,31 @@ def test_a_teacher_mixture_without_a_teacher_and_a_teacher_without_a_mixture_are
             "--teacher.init_args.network",
             '{"class_path": "featlearn.models.QuadraticFC"}',
         )
+
+
+def test_class_weights_take_the_data_models_class_prior(tmp_path):
+    cli = build_cli(
+        [
+            "--config",
+            "shi_parity",
+            "--config",
+            "shi/ratio08",
+            "--config",
+            "debug/smoke",
+            "--data.init_args.d",
+            "20",
+            "--data.init_args.D",
+            "10",
+            "--data.init_args.train_size",
+            "200",
+            "--data.init_args.test_size",
+            "100",
+            "--data.init_args.batch_size",
+            "50",
+            "--trainer.logger",
+            "false",
+        ],
+        run=False,
+    )
+    assert cli.model.positive_rate == pytest.approx(0.2)
+    assert cli.model.class_weighting(1) == 1.0 and cli.model.class_weighting(3) == 0.0

@@ -318,3 +318,48 @@ def test_momentum_follows_the_heavy_ball_rule_and_its_schedule(fit):
 def test_momentum_outside_zero_one_is_refused(momentum):
     with pytest.raises(ValueError, match="model.momentum"):
         TwoLayerNet(8, **grouped(6, lr=0.1, momentum=momentum))
+
+
+def test_class_weighted_loss_is_eq_295_mixed_by_its_schedule():
+    model = TwoLayerNet(
+        4,
+        **grouped(3, lr=0.1),
+        loss="hinge",
+        positive_rate=0.2,
+        class_weighting=[
+            {"start": 1, "end": 1, "value": 1.0},
+            {"start": 2, "end": 2, "value": 0.5},
+            {"start": 3, "value": 0.0},
+        ],
+    )
+    f = torch.tensor([[0.3, -2.0, 0.5, 0.1]])
+    y = torch.tensor([[1.0, -1.0, -1.0, 1.0]])
+    per_sample = torch.clamp(1 - y * f, min=0)  # the hinge loss
+    alpha = torch.where(y > 0, 1 / (2 * 0.2), 1 / (2 * 0.8))  # 2.5 for +1, 0.625 for -1
+    torch.testing.assert_close(model.training_losses(f, y, 1), (alpha * per_sample).mean(dim=1))
+    torch.testing.assert_close(model.training_losses(f, y, 2), ((1 + 0.5 * (alpha - 1)) * per_sample).mean(dim=1))
+    torch.testing.assert_close(model.training_losses(f, y, 3), model.member_losses(f, y))  # omega = 0: the plain mean
+    assert model.scheduled_values(1)["class_weighting"] == 1.0
+    # balanced classes: alpha = 1 whatever omega is
+    balanced = TwoLayerNet(4, **grouped(3, lr=0.1), positive_rate=0.5, class_weighting=1.0)
+    torch.testing.assert_close(balanced.training_losses(f, y, 1), balanced.member_losses(f, y))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"class_weighting": 1.5}, r"class_weighting must lie in \[0, 1\]"),
+        ({"class_weighting": -0.1}, r"model.class_weighting: value must be >= 0"),
+        ({"positive_rate": 0.0}, "positive_rate"),
+        ({"positive_rate": 1.0}, "positive_rate"),
+    ],
+)
+def test_bad_class_weights_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TwoLayerNet(4, **grouped(3, lr=0.1), **kwargs)
+
+
+def test_class_weights_without_a_prior_fail_before_the_first_step(fit):
+    model = TwoLayerNet(8, **grouped(3, lr=0.1), class_weighting=1.0)
+    with pytest.raises(ValueError, match="model.class_weighting needs Pr\\[y = \\+1\\]: set model.positive_rate"):
+        fit(model, BooleanXOR(dim=8, batch_size=16), 2)
