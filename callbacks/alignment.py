@@ -65,6 +65,10 @@ def dictionary_snr(w: Tensor, dictionary: Tensor, relevant: Tensor) -> dict[str,
     return out
 
 
+#: The cosine a neuron needs to cover a cluster centre (FeatureAlignment's and compare's default).
+COVERAGE_THRESHOLD = 0.9
+
+
 def centre_coverage(w: Tensor, centres: Tensor, threshold: float) -> dict[str, Tensor]:
     """Gaussian mixtures: is every cluster centre c found by some neuron?
 
@@ -151,7 +155,7 @@ class FeatureAlignment(DiagnosticCallback):
         dense_until: int = 10,
         top: int = 10,
         cos_threshold: float = 0.99,
-        coverage_threshold: float = 0.9,
+        coverage_threshold: float = COVERAGE_THRESHOLD,
         mds_steps: list[int] | None = None,
         highlight_step: int = 2,
         highlight_cos: float = 0.9,

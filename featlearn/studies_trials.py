@@ -20,7 +20,9 @@ that a command derived from an experiment. Both commands treat trials the same w
 The metrics of a trial, per seed (:func:`measure_run`): train accuracy on the finite
 training set (None online), test accuracy on the data model's test set, and Cos
 Similarity max_i cos(w_i, feature) of the final first layer (None where the learner
-has no learned neurons or the data model no ``feature``).
+has no learned neurons or the data model no ``feature``), and for data models with
+cluster ``centres`` (Gaussian mixtures) the fraction of centres some neuron covers
+(cos >= 0.9, :func:`~featlearn.callbacks.alignment.centre_coverage`).
 """
 
 from __future__ import annotations
@@ -151,9 +153,9 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
 
     Returns:
         ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
-        "degenerate": [...] | None, "steps": int}`` with one value per seed, accuracies in
-        percent, ``degenerate`` from the run's :class:`~featlearn.callbacks.DegenerateRuns`
-        (None without one).
+        "centre_coverage": [...] | None, "degenerate": [...] | None, "steps": int}`` with one
+        value per seed, accuracies in percent, ``degenerate`` from the run's
+        :class:`~featlearn.callbacks.DegenerateRuns` (None without one).
 
     Raises:
         RuntimeError: Training stopped before ``trainer.max_steps``.
@@ -162,7 +164,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     import torch
 
     from featlearn.callbacks import DegenerateRuns
-    from featlearn.callbacks.alignment import feature_alignment
+    from featlearn.callbacks.alignment import COVERAGE_THRESHOLD, centre_coverage, feature_alignment
 
     argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:
@@ -189,12 +191,23 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     checks = [callback for callback in trainer.callbacks if isinstance(callback, DegenerateRuns)]
     result["degenerate"] = checks[0].degenerate if checks else None
     features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
-    truth = data.ground_truth().get("feature")
-    result["cos_similarity"] = None
+    truths = data.ground_truth()
+    truth, centres = truths.get("feature"), truths.get("centres")
+    result["cos_similarity"] = result["centre_coverage"] = None
     if features is not None and truth is not None:
         with torch.no_grad():
             result["cos_similarity"] = [
                 float(feature_alignment(w.double(), truth.to(w.device, torch.float64), 1, 0.0)["max_cos"])
+                for w in features
+            ]
+    if features is not None and centres is not None:  # Gaussian mixtures: the fraction of centres found
+        with torch.no_grad():
+            result["centre_coverage"] = [
+                float(
+                    centre_coverage(w.double(), centres.to(w.device, torch.float64), COVERAGE_THRESHOLD)[
+                        "centre_coverage"
+                    ]
+                )
                 for w in features
             ]
     del cli, trainer, model, data

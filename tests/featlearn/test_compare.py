@@ -271,3 +271,26 @@ def test_inapplicable_methods_are_skipped_up_front_and_named(tmp_path, capsys):
     skip = log.index("skipping 'Network w/o structure': BooleanXOR has no variant without input structure")
     assert skip < log.index("featlearn fit --config")  # said before any training
     assert "Skipped Network w/o structure: BooleanXOR has no variant" in (out / "table.md").read_text()
+
+
+def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
+    """No single feature to align with: the alignment row is the fraction of cluster centres covered."""
+    content = deep_merge(TINY, {"trainer": {"max_steps": 3, "callbacks+": []}})
+    content["data"] = {
+        "class_path": "GaussianMixture",
+        "init_args": {"d": 12, "k": 2, "train_size": 200, "test_size": 100, "batch_size": 50},
+    }
+    config = write_config(tmp_path, content)
+    out = tmp_path / "o"
+    results = compare(
+        ["--config", str(config), "--seeds", "2", "--out", str(out), "--only", "Network", "NTK"], build_cli
+    )
+    table = (out / "table.md").read_text().splitlines()
+    row = next(line for line in table if line.startswith("| Centres found"))
+    cells = row.strip(" |").split(" | ")[1:]
+    assert cells[1] == "NA"  # the NTK has no learned neurons
+    coverage = results["Network"]["centre_coverage"]
+    assert len(coverage) == 2 and all(0 <= c <= 1 for c in coverage)
+    assert float(cells[0].split(" ± ")[0]) == pytest.approx(statistics.mean(coverage), abs=1e-3)
+    assert not any(line.startswith("| Cos Similarity") for line in table)
+    assert ["Network", "centre_coverage"] == read_csv(out / "table.csv")[3][:2]
