@@ -42,6 +42,8 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import itertools
+import json
 import math
 import re
 import sys
@@ -61,7 +63,7 @@ deep_merge = merge_configs
 DEFAULT_METHODS = "compare/shi"
 #: Table rows: (csv metric name, row label, decimals).
 METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
-_METHOD_KEYS = {"model", "data", "trainer", "without_structure"}
+_METHOD_KEYS = {"model", "data", "trainer", "without_structure", "tune"}
 
 
 @dataclass
@@ -71,6 +73,25 @@ class Method:
     name: str
     overrides: dict = field(default_factory=dict)
     without_structure: bool = False
+    #: Grid of the method's free constants: ``"dotted.path[|dotted.path...]": [values]``; the
+    #: paths joined by ``|`` take the same value (e.g. the NTK's three rates).
+    tune: dict = field(default_factory=dict)
+
+    def grid(self) -> list[dict[str, object]]:
+        """Every combination of the tuned values, in the file's order: [{key: value}]."""
+        keys = list(self.tune)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(self.tune[k] for k in keys))]
+
+    def with_values(self, values: dict[str, object]) -> Method:
+        """This method with the tuned ``values`` written into its overrides (no grid left)."""
+        overrides = self.overrides
+        for key, value in values.items():
+            for path in key.split("|"):
+                nested: object = value
+                for part in reversed(path.split(".")):
+                    nested = {part: nested}
+                overrides = merge_configs(overrides, nested)
+        return Method(self.name, overrides, self.without_structure)
 
     @property
     def slug(self) -> str:
@@ -105,7 +126,12 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
         without = spec.pop("without_structure", False)
         if not isinstance(without, bool):
             raise ValueError(f"Method {name!r}: without_structure must be true or false, got {without!r}.")
-        methods.append(Method(str(name), spec, without))
+        tune = spec.pop("tune", None) or {}
+        if not isinstance(tune, dict) or any(not isinstance(v, list) or not v for v in tune.values()):
+            raise ValueError(
+                f"Method {name!r}: tune must map dotted config paths to non-empty lists of values, got {tune!r}."
+            )
+        methods.append(Method(str(name), spec, without, tune))
     slugs = [m.slug for m in methods]
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")
@@ -174,12 +200,20 @@ def summarize(values: list[float] | None) -> tuple[float | None, float | None, i
 
 
 def write_tables(
-    out: Path, results: dict[str, dict], experiment: str, seeds: int, skipped: dict[str, str] | None = None
+    out: Path,
+    results: dict[str, dict],
+    experiment: str,
+    seeds: int,
+    skipped: dict[str, str] | None = None,
+    tuned: dict[str, dict] | None = None,
 ) -> None:
     """Write ``table.md`` and ``table.csv`` for the methods in ``results`` (in order).
 
-    ``skipped`` (method -> why) is listed under the Markdown table.
+    ``skipped`` (method -> why) is listed under the Markdown table; ``tuned`` (method ->
+    ``{"values", "val_acc"}``) gives the constants chosen on the validation set, as
+    ``tuned:<key>`` rows of the CSV and a line under the table.
     """
+    tuned = tuned or {}
     names = list(results)
     metrics = METRICS
     if not any(results[n].get("cos_similarity") for n in names) and any(
@@ -196,6 +230,8 @@ def write_tables(
             flags = results[name].get("degenerate")
             if flags is not None:  # how many seeds degenerated (mean: that count)
                 writer.writerow([name, "degenerate", repr(float(sum(flags))), "", len(flags)])
+            for key, value in tuned.get(name, {}).get("values", {}).items():  # chosen on the validation set
+                writer.writerow([name, f"tuned:{key}", repr(value), "", seeds])
     lines = [
         f"Comparison on `{experiment}`: mean ± std over {seeds} seed(s) (std with ddof 1).",
         "",
@@ -217,11 +253,72 @@ def write_tables(
         lines.append("| Degenerate runs | " + " | ".join(cells) + " |")
     if skipped:
         lines += ["", *(f"Skipped {name}: {why}" for name, why in skipped.items())]
+    for name in names:
+        if name in tuned:
+            values = ", ".join(f"{key} = {value!r}" for key, value in tuned[name]["values"].items())
+            lines += ["", f"{name}: tuned on the validation set: {values} (val acc {tuned[name]['val_acc']:.2f}%)"]
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
 def _num(value: float | None) -> str:
     return "" if value is None else repr(float(value))
+
+
+# ---------------------------------------------------------------------- tuning
+def tune_methods(
+    methods: list[Method],
+    experiment: dict,
+    args: argparse.Namespace,
+    out: Path,
+    build: BuildRun,
+    launcher: Launcher,
+    log,
+    changed: str,
+) -> dict[str, dict]:
+    """Choose each method's ``tune`` constants on the experiment's validation set.
+
+    Every grid point is a trial (one ensemble over the seeds, in
+    ``DIR/tuning/<method>/<k>/``, reused by a re-run like any trial); the point with
+    the best mean validation accuracy wins, the first in the file's order on a tie. Writes
+    ``DIR/tuning.csv`` (every point) and returns method -> ``{"values", "val_acc"}``.
+
+    Raises:
+        ValueError: The data model has no validation set (``data.init_args.val_size: 0``).
+    """
+    grids = {m.name: m.grid() for m in methods if m.tune}
+    trials = []
+    for method in methods:
+        for k, values in enumerate(grids.get(method.name, [])):
+            config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
+            config["trainer"]["logger"] = False  # grid points leave no curves, only their result
+            trials.append(Trial(f"{method.name} tune {k}", out / "tuning" / method.slug / str(k), config))
+    if not trials:
+        return {}
+    log(f"tuning {', '.join(grids)} on the validation set: {len(trials)} grid point(s)")
+    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log)
+    tuned, rows = {}, []
+    for method in methods:
+        best = None
+        for k, values in enumerate(grids.get(method.name, [])):
+            accuracy = done[f"{method.name} tune {k}"]["metrics"].get("val_acc")
+            if accuracy is None:
+                raise ValueError(
+                    f"Tuning {method.name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
+                    f"--no-tune to use the methods file's values."
+                )
+            mean, std, _ = summarize(accuracy)
+            rows.append([method.name, values, mean, std])
+            if best is None or mean > best[1]:
+                best = (values, mean)
+        if best is not None:
+            tuned[method.name] = {"values": best[0], "val_acc": best[1]}
+            log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
+    with open(out / "tuning.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen"])
+        for name, values, mean, std in rows:
+            writer.writerow([name, json.dumps(values), _num(mean), _num(std), int(tuned[name]["values"] == values)])
+    return tuned
 
 
 # ---------------------------------------------------------------------- command
@@ -243,6 +340,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", default=None, help="Run only these methods (names as in the file).")
     parser.add_argument("--seed", type=int, default=None, help="First seed (default: the config's seed_everything).")
     parser.add_argument("--overwrite", action="store_true", help="Discard results in DIR whose config changed.")
+    parser.add_argument(
+        "--no-tune", action="store_true", help="Use the methods file's constants; do not tune its grids."
+    )
     Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.seeds < 1:
@@ -267,41 +367,44 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    trials, skipped = [], {}
+    launcher = Launcher.from_args(args, out / "submitit")
+    log = lambda line: print(f"[compare] {line}", flush=True)  # noqa: E731
+    changed = "the experiment, methods file, --seeds or --seed changed"
+    applicable, skipped = [], {}
     for method in methods:  # every config first: a bad method stops the command before any training
         try:
-            config = method_config(experiment, method, args.seeds, args.seed, out, build)
+            method_config(experiment, method, args.seeds, args.seed, out, build)
         except MethodNotApplicable as err:
             if args.only:  # asked for by name: an error, not a skip
                 raise
             skipped[method.name] = str(err).split(" Drop the")[0]
             continue
-        trials.append(Trial(method.name, out / "methods" / method.slug, config, (out / "tensorboard" / method.slug,)))
+        applicable.append(method)
     for name, why in skipped.items():
         print(f"[compare] skipping {name!r}: {why}", flush=True)
-    if not trials:
+    if not applicable:
         raise ValueError(f"No method of {args.methods!r} applies to this experiment: {skipped}.")
+    tuned: dict[str, dict] = {}
+    if not args.no_tune:
+        tuned = tune_methods(applicable, experiment, args, out, build, launcher, log, changed)
+    trials = []
+    for method in applicable:
+        chosen = method.with_values(tuned[method.name]["values"]) if method.name in tuned else method
+        config = method_config(experiment, chosen, args.seeds, args.seed, out, build)
+        trials.append(Trial(method.name, out / "methods" / method.slug, config, (out / "tensorboard" / method.slug,)))
     experiment_name = " + ".join(args.config)
     results: dict[str, dict] = {}
     times: dict[str, float] = {}
 
     def finished(trial: Trial, result: dict) -> None:
         results[trial.label], times[trial.label] = result["metrics"], result["seconds"]
-        write_tables(out, results, experiment_name, args.seeds, skipped)  # a partial table after each method
+        write_tables(out, results, experiment_name, args.seeds, skipped, tuned)  # a partial table after each method
         print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
 
-    done = run_trials(
-        trials,
-        build,
-        Launcher.from_args(args, out / "submitit"),
-        overwrite=args.overwrite,
-        changed="the experiment, methods file, --seeds or --seed changed",
-        log=lambda line: print(f"[compare] {line}", flush=True),
-        on_result=finished,
-    )
+    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, on_result=finished)
     results = {label: result["metrics"] for label, result in done.items()}
     times = {label: result["seconds"] for label, result in done.items()}
-    write_tables(out, results, experiment_name, args.seeds, skipped)
+    write_tables(out, results, experiment_name, args.seeds, skipped, tuned)
     with open(out / "run_times.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "seconds"])

@@ -152,7 +152,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     """Train one trial's ensemble with ``featlearn fit`` and measure it per seed.
 
     Returns:
-        ``{"train_acc": [...] | None, "test_acc": [...], "cos_similarity": [...] | None,
+        ``{"train_acc": [...] | None, "test_acc": [...], "val_acc": [...] | None, "cos_similarity": [...] | None,
         "centre_coverage": [...] | None, "degenerate": [...] | None, "steps": int}`` with one
         value per seed, accuracies in percent, ``degenerate`` from the run's
         :class:`~featlearn.callbacks.DegenerateRuns` (None without one).
@@ -184,6 +184,11 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     chunk = data.eval_batch_size
     _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
     result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
+    result["val_acc"] = None
+    val = data.eval_set("val") if getattr(data, "val_size", 0) else None
+    if val is not None and val[1].shape[-1]:  # what compare tunes on
+        _, val_error = model.evaluate_dataset(*val, chunk=chunk)
+        result["val_acc"] = (100.0 * (1.0 - val_error)).tolist()
     result["train_acc"] = None
     if data.train_size is not None:
         _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)

@@ -261,7 +261,7 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
     config = {**TINY, "trainer": {**TINY["trainer"], "accelerator": "gpu"}}
     path = tmp_path / "tiny_gpu.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out")], build_cli)
+    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out"), "--no-tune"], build_cli)
     assert len(results) == 6
     assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
     assert (tmp_path / "out" / "table.md").exists()

@@ -60,7 +60,7 @@ def comparison(tmp_path_factory):
     folder = tmp_path_factory.mktemp("compare")
     config = write_config(folder)
     out = folder / "out"
-    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out)], build_cli)
+    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out), "--no-tune"], build_cli)
     return out, results, config
 
 
@@ -169,7 +169,7 @@ def test_methods_start_from_the_same_weights(comparison):
 
 def test_same_seeds_same_table(comparison, tmp_path):
     out, _, config = comparison
-    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again")], build_cli)
+    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again"), "--no-tune"], build_cli)
     assert (tmp_path / "again" / "table.csv").read_text() == (out / "table.csv").read_text()
     assert (tmp_path / "again" / "table.md").read_text() == (out / "table.md").read_text()
 
@@ -186,7 +186,7 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
         return real_run(path, build)
 
     monkeypatch.setattr(trials_module, "measure_run", interrupted_run)
-    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed")]
+    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed"), "--no-tune"]
     with pytest.raises(KeyboardInterrupt):
         compare(args, build_cli)
     finished = sorted(p.parent.name for p in (tmp_path / "resumed" / "methods").glob("*/result.json"))
@@ -294,3 +294,36 @@ def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
     assert float(cells[0].split(" ± ")[0]) == pytest.approx(statistics.mean(coverage), abs=1e-3)
     assert not any(line.startswith("| Cos Similarity") for line in table)
     assert ["Network", "centre_coverage"] == read_csv(out / "table.csv")[3][:2]
+
+
+def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_path, capsys):
+    config = write_config(tmp_path, deep_merge(TINY, {"data": {"init_args": {"val_size": 300}}}))
+    methods = tmp_path / "methods.yaml"
+    grid = {"model.init_args.lr_w|model.init_args.lr_b|model.init_args.lr_a": [1.0e-6, 0.5]}
+    methods.write_text(
+        yaml.safe_dump({"methods": {"NTK": {"model": {"class_path": "LinearizedTwoLayerNet"}, "tune": grid}}})
+    )
+    out = tmp_path / "o"
+    args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
+    compare(args, build_cli)
+    rows = list(csv.DictReader(open(out / "tuning.csv")))
+    assert [json.loads(r["values"]) for r in rows] == [{next(iter(grid)): v} for v in grid[next(iter(grid))]]
+    means = [float(r["val_acc_mean"]) for r in rows]
+    chosen = means.index(max(means))  # the best mean validation accuracy, the first on a tie
+    assert [int(r["chosen"]) for r in rows] == [int(i == chosen) for i in range(len(rows))]
+    value = grid[next(iter(grid))][chosen]
+    final = yaml.safe_load((out / "methods" / "ntk" / "config.yaml").read_text())["model"]["init_args"]
+    assert final["lr_w"] == final["lr_b"] == final["lr_a"] == value  # one key moves the three rates
+    assert [r[1] for r in read_csv(out / "table.csv") if r[0] == "NTK"][-1] == f"tuned:{next(iter(grid))}"
+    assert f"tuned on the validation set: {next(iter(grid))} = {value!r}" in (out / "table.md").read_text()
+    capsys.readouterr()
+    compare(args, build_cli)  # cached: a re-run tunes nothing again
+    assert capsys.readouterr().out.count("finished earlier") == 3
+    compare([*args[:-1], str(tmp_path / "fixed"), "--no-tune"], build_cli)
+    assert not (tmp_path / "fixed" / "tuning").exists()
+
+
+def test_tuning_needs_a_validation_set(tmp_path):
+    config = write_config(tmp_path)  # TINY: val_size 0
+    with pytest.raises(ValueError, match="Tuning 'NTK' needs a validation set: set data.init_args.val_size > 0"):
+        compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "NTK"], build_cli)
