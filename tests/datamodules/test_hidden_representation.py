@@ -230,6 +230,7 @@ def test_process_constants_use_e11_gamma_at_the_paper_sizes():
     assert dm.sigma_tilde**2 == pytest.approx(sigma2, rel=1e-12)
     assert dm.gamma <= 1e-3
     expected = {"sigma_w": 1 / k, "sigma_b": 1 / k**2, "sigma_xi": 1 / k**1.5, "sigma_a": sigma2 / (0.25 * k**2)}
+    expected["positive_rate"] = dm.positive_probability  # the data's class prior (eq. 295's weights)
     constants = dm.process_constants()
     assert list(constants) == list(expected) and all(type(v) is float for v in constants.values())
     assert constants == pytest.approx(expected, rel=1e-12)

@@ -389,6 +389,11 @@ def paper_process(sigma2: float, gamma: float, k: int) -> dict[str, float]:
     return {"sigma_w": 1 / k, "sigma_b": 1 / k**2, "sigma_xi": 1 / k**1.5, "sigma_a": sigma2 / (gamma * k**2)}
 
 
+def process_only(constants: dict[str, float]) -> dict[str, float]:
+    """The network's process constants, without the data's own class prior ``positive_rate``."""
+    return {name: value for name, value in constants.items() if name != "positive_rate"}
+
+
 def monte_carlo_sigma2_and_gamma(dm: SparseCoding, n: int = 200_000) -> tuple[float, float, float]:
     """E||x~ - E x~||^2 (+ d sigma_zeta^2 for the noise), gamma, and the standard error of the former."""
     _, y, phi = dm.sample_with_hidden(n, gen(11), CPU)
@@ -406,9 +411,10 @@ def test_process_constants_of_e11_by_hand():
     dm = SparseCoding(d=500, D=100, k=5)
     assert dm.sigma_tilde == pytest.approx(5.0, rel=1e-12) and dm.gamma == pytest.approx(0.25, rel=1e-12)
     constants = dm.process_constants()
-    assert list(constants) == ["sigma_w", "sigma_b", "sigma_xi", "sigma_a"]
+    assert list(constants) == ["sigma_w", "sigma_b", "sigma_xi", "sigma_a", "positive_rate"]
     assert all(type(v) is float for v in constants.values())
-    assert constants == pytest.approx(paper_process(25.0, 0.25, 5), rel=1e-12)
+    assert process_only(constants) == pytest.approx(paper_process(25.0, 0.25, 5), rel=1e-12)
+    assert constants["positive_rate"] == dm.positive_probability  # Pr[y = +1], for eq. 295's class weights
     assert constants["sigma_a"] == pytest.approx(4.0, rel=1e-12)
 
 
@@ -447,7 +453,9 @@ def test_process_constants_match_a_monte_carlo_estimate(cfg):
 )
 def test_process_constants_without_structure_are_those_of_the_structured_twin(cfg):
     dm, free = SparseCoding(**cfg), SparseCoding(**cfg, structure=False)
-    assert free.process_constants() == dm.process_constants()  # bit for bit
+    # bit for bit; the class prior is the data's own (the labels' law is the same here)
+    assert process_only(free.process_constants()) == process_only(dm.process_constants())
+    assert free.process_constants()["positive_rate"] == free.positive_probability
     # ... and not the structure-free data's own: uniform phi~ has sigma~^2 = D/4 (and gamma ~ 0 for parity).
     assert free.sigma_tilde == pytest.approx(math.sqrt(cfg["D"] / 4))
     assert (free.sigma_tilde, free.gamma) != (dm.sigma_tilde, dm.gamma)
@@ -457,7 +465,7 @@ def test_process_constants_use_e11_gamma_without_per_pattern_signal():
     # Few ones labelled +1 (P = {0, 1}): gamma < 0, so sigma_a falls back to gamma = 1/4.
     dm = SparseCoding(d=20, D=16, k=4, patterns="bernoulli", p_in=0.5, p_out=0.5, labeling="interval", interval=(0, 1))
     assert dm.gamma < 0
-    assert dm.process_constants() == pytest.approx(paper_process(16 / 4, 0.25, 4), rel=1e-12)
+    assert process_only(dm.process_constants()) == pytest.approx(paper_process(16 / 4, 0.25, 4), rel=1e-12)
 
 
 def test_process_constants_need_a_valid_structured_twin():
