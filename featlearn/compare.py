@@ -288,37 +288,50 @@ def tune_methods(
     grids = {m.name: m.grid() for m in methods if m.tune}
     trials = []
     for method in methods:
-        for k, values in enumerate(grids.get(method.name, [])):
+        for values in grids.get(method.name, []):
             config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
             config["trainer"]["logger"] = False  # grid points leave no curves, only their result
-            trials.append(Trial(f"{method.name} tune {k}", out / "tuning" / method.slug / str(k), config))
+            point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
+            trials.append(Trial(f"{method.name} tune {point}", out / "tuning" / method.slug / point, config))
     if not trials:
         return {}
     log(f"tuning {', '.join(grids)} on the validation set: {len(trials)} grid point(s)")
-    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log)
+    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True)
     tuned, rows = {}, []
     for method in methods:
         best = None
-        for k, values in enumerate(grids.get(method.name, [])):
-            accuracy = done[f"{method.name} tune {k}"]["metrics"].get("val_acc")
+        for values in grids.get(method.name, []):
+            metrics = done[f"{method.name} tune {_point_name(values)}"]["metrics"]
+            if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
+                rows.append([method.name, values, None, None, "diverged"])
+                continue
+            accuracy = metrics.get("val_acc")
             if accuracy is None:
                 raise ValueError(
                     f"Tuning {method.name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
                     f"--no-tune to use the methods file's values."
                 )
             mean, std, _ = summarize(accuracy)
-            rows.append([method.name, values, mean, std])
+            rows.append([method.name, values, mean, std, ""])
             if best is None or mean > best[1]:
                 best = (values, mean)
+        if grids.get(method.name) and best is None:
+            raise ValueError(f"Every grid point of {method.name!r} diverged: give its tune grid smaller values.")
         if best is not None:
             tuned[method.name] = {"values": best[0], "val_acc": best[1]}
             log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
     with open(out / "tuning.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen"])
-        for name, values, mean, std in rows:
-            writer.writerow([name, json.dumps(values), _num(mean), _num(std), int(tuned[name]["values"] == values)])
+        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen", "note"])
+        for name, values, mean, std, note in rows:
+            chosen = int(tuned[name]["values"] == values)
+            writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
     return tuned
+
+
+def _point_name(values: dict[str, object]) -> str:
+    """A grid point's folder name: its values, e.g. ``0.001`` or ``10.0_0.5``."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(repr(v) for v in values.values())).strip("_")
 
 
 # ---------------------------------------------------------------------- command

@@ -225,8 +225,21 @@ def run_trial_job(config_path: str) -> dict:
     from featlearn.cli import build_cli
 
     start = time.perf_counter()
-    metrics = measure_run(Path(config_path), build_cli)
+    metrics = _measure_or_diverge(Path(config_path), build_cli)
     return {"metrics": metrics, "seconds": time.perf_counter() - start}
+
+
+def _measure_or_diverge(config_path: Path, build: BuildRun) -> dict:
+    """:func:`measure_run`, or ``{"diverged": message}`` where training diverged."""
+    try:
+        return measure_run(config_path, build)
+    except FloatingPointError as err:
+        return {"diverged": str(err)}
+
+
+def _raise_if_diverged(metrics: dict, divergence_ok: bool) -> None:
+    if "diverged" in metrics and not divergence_ok:
+        raise FloatingPointError(metrics["diverged"])
 
 
 #: Whether this process has shown Lightning's banners once (later trials run quiet).
@@ -356,6 +369,7 @@ def run_trials(
     changed: str = "the experiment or the command's options changed",
     log: Callable[[str], None] = print,
     on_result: Callable[[Trial, dict], None] | None = None,
+    divergence_ok: bool = False,
 ) -> dict[str, dict]:
     """Run the trials not finished before; returns every trial's result by label.
 
@@ -364,8 +378,12 @@ def run_trials(
     partial table). Through submitit they are submitted together, as one job array,
     and collected in order.
 
+    With ``divergence_ok`` a trial whose training diverged is a result, ``{"diverged":
+    message}`` (a grid point of a tuning search); otherwise it stops the command.
+
     Raises:
         ValueError: A trial's folder holds a result for another config (see :meth:`Trial.finished`).
+        FloatingPointError: A trial diverged and ``divergence_ok`` is false.
     """
     launcher = launcher or Launcher()
     trials = list(trials)
@@ -384,8 +402,9 @@ def run_trials(
             log(f"{trial.label}: featlearn fit --config {path}")
             start = time.perf_counter()
             with quiet_lightning(_BANNERS_SHOWN[0]):
-                metrics = measure_run(path, build)
+                metrics = _measure_or_diverge(path, build)
             _BANNERS_SHOWN[0] = True
+            _raise_if_diverged(metrics, divergence_ok)
             results[trial.label] = trial.save(metrics, time.perf_counter() - start)
             if on_result is not None:
                 on_result(trial, results[trial.label])
@@ -396,6 +415,7 @@ def run_trials(
         log(f"submitted {len(jobs)} trial(s) ({launcher.kind}): job ids {', '.join(j.job_id for j in jobs)}")
         for trial, job in zip(todo, jobs, strict=True):
             output = job.result()  # raises with the job's own traceback if it failed
+            _raise_if_diverged(output["metrics"], divergence_ok)
             results[trial.label] = trial.save(output["metrics"], output["seconds"])
             if on_result is not None:
                 on_result(trial, results[trial.label])

@@ -327,3 +327,32 @@ def test_tuning_needs_a_validation_set(tmp_path):
     config = write_config(tmp_path)  # TINY: val_size 0
     with pytest.raises(ValueError, match="Tuning 'NTK' needs a validation set: set data.init_args.val_size > 0"):
         compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "NTK"], build_cli)
+
+
+def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
+    config = write_config(tmp_path, deep_merge(TINY, {"data": {"init_args": {"val_size": 200}}}))
+    methods = tmp_path / "methods.yaml"
+    grid = {"model.init_args.lr_a": [1000.0, 0.1]}
+    methods.write_text(
+        yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
+    )
+    real_run = trials_module.measure_run
+
+    def diverging(path, build):  # the larger rate "diverges", as training would raise it
+        if yaml.safe_load(path.read_text())["model"]["init_args"]["lr_a"] == 1000.0:
+            raise FloatingPointError("Training diverged: the loss became NaN or infinite at update step 2")
+        return real_run(path, build)
+
+    monkeypatch.setattr(trials_module, "measure_run", diverging)
+    out = tmp_path / "o"
+    compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)], build_cli)
+    rows = list(csv.DictReader(open(out / "tuning.csv")))
+    assert [(r["note"], r["chosen"]) for r in rows] == [("diverged", "0"), ("", "1")]
+    assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["0.1", "1000.0"]  # a folder per value
+    assert "diverged" in json.loads((out / "tuning" / "rf" / "1000.0" / "result.json").read_text())["metrics"]
+    grid["model.init_args.lr_a"] = [1000.0]
+    methods.write_text(
+        yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
+    )
+    with pytest.raises(ValueError, match="Every grid point of 'RF' diverged"):
+        compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)], build_cli)
