@@ -54,7 +54,16 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import resolve_config
-from featlearn.studies_trials import BuildRun, Launcher, Trial, load_yaml, merge_configs, run_trials, tensorboard_logger
+from featlearn.studies_trials import (
+    BuildRun,
+    Launcher,
+    Trial,
+    load_yaml,
+    merge_configs,
+    run_trials,
+    set_path,
+    tensorboard_logger,
+)
 
 #: The config merge compare has always used (kept under its old name).
 deep_merge = merge_configs
@@ -84,13 +93,10 @@ class Method:
 
     def with_values(self, values: dict[str, object]) -> Method:
         """This method with the tuned ``values`` written into its overrides (no grid left)."""
-        overrides = self.overrides
+        overrides = copy.deepcopy(self.overrides)
         for key, value in values.items():
             for path in key.split("|"):
-                nested: object = value
-                for part in reversed(path.split(".")):
-                    nested = {part: nested}
-                overrides = merge_configs(overrides, nested)
+                set_path(overrides, path, value, f"Method {self.name!r}: tune.{key}")
         return Method(self.name, overrides, self.without_structure)
 
     @property

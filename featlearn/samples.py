@@ -67,7 +67,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from featlearn.config_files import resolve_config
-from featlearn.studies_trials import BuildRun, Launcher, Trial, load_yaml, merge_configs, run_trials, tensorboard_logger
+from featlearn.studies_trials import (
+    BuildRun,
+    Launcher,
+    Trial,
+    load_yaml,
+    merge_configs,
+    run_trials,
+    set_path,
+    tensorboard_logger,
+)
 
 DEFAULT_STUDY = "samples/glasgow_cpu"
 BUDGETS = ("online", "finite")
@@ -154,24 +163,11 @@ def apply_scale(config: dict, scale: dict, d: int, where: str = "scale") -> dict
     config = copy.deepcopy(config)
     for path, expression in scale.items():
         number = evaluate_expression(expression, d, f"{where}.{path}")
-        if isinstance(number, float) and number.is_integer() and not _is_float_path(path, expression):
+        # 8.0 from ceil(...) or 4 * d is a count (a width, a batch); a float literal such as 3.0 stays a rate.
+        if isinstance(number, float) and number.is_integer() and not isinstance(expression, float):
             number = int(number)
-        keys = str(path).split(".")
-        node = config
-        for key in keys[:-1]:
-            child = node.get(key)
-            if child is None:
-                child = node[key] = {}
-            if not isinstance(child, dict):
-                raise ValueError(f"{where}.{path}: {key!r} is not a mapping in the config ({child!r}).")
-            node = child
-        node[keys[-1]] = number
+        set_path(config, path, number, f"{where}.{path}")
     return config
-
-
-def _is_float_path(path: str, expression) -> bool:
-    """Keep 2.0 a float where the expression is a float literal (a rate that happens to be whole)."""
-    return isinstance(expression, float)
 
 
 # ---------------------------------------------------------------------- the search
@@ -622,6 +618,8 @@ def samples(argv: list[str], build: BuildRun) -> dict:
     trial_rows: list[dict] = []
     start = time.perf_counter()
     title = " + ".join(args.config)
+    rows: list[dict] = []
+    fits: dict = {}
     while True:
         round_trials: list[tuple[tuple[str, int], int, Trial]] = []
         for key, (scaled, search) in searches.items():
@@ -667,10 +665,8 @@ def samples(argv: list[str], build: BuildRun) -> dict:
                 f"{settings.target_error:g} -> {'pass' if ok else 'fail'}",
                 flush=True,
             )
-        rows = _rows(searches, trial_rows, settings)
-        write_outputs(out, rows, trial_rows, settings, title)
-    rows = _rows(searches, trial_rows, settings)
-    fits = write_outputs(out, rows, trial_rows, settings, title)
+        rows = _rows(searches, trial_rows, settings)  # the outputs after every round: a long study shows progress
+        fits = write_outputs(out, rows, trial_rows, settings, title)
     seconds = time.perf_counter() - start
     print((out / "samples.md").read_text(), flush=True)
     print(f"[samples] study done in {seconds:.1f} s; {out / 'samples.png'}", flush=True)

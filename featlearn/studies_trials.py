@@ -60,6 +60,24 @@ def merge_configs(base: dict, override: dict) -> dict:
     return OmegaConf.to_container(merged, resolve=False)
 
 
+def set_path(config: dict, path: str, value, where: str) -> None:
+    """Set ``config[a][b][c] = value`` for ``path = "a.b.c"`` (in place), creating missing mappings.
+
+    Raises:
+        ValueError: A key on the way holds something other than a mapping (``where`` names the setting).
+    """
+    keys = str(path).split(".")
+    node = config
+    for key in keys[:-1]:
+        child = node.get(key)
+        if child is None:
+            child = node[key] = {}
+        if not isinstance(child, dict):
+            raise ValueError(f"{where}: {key!r} is not a mapping in the config ({child!r}).")
+        node = child
+    node[keys[-1]] = value
+
+
 def load_yaml(path: Path, what: str) -> dict:
     """A YAML file holding a mapping; ``what`` names the option in errors."""
     if not path.is_file():

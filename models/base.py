@@ -16,6 +16,11 @@ from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int, check_number
 
 
+def _segment_values(schedule: Schedule) -> list[float]:
+    """Every value a schedule's segments state (start and end values): its extremes."""
+    return [v for seg in schedule.segments for v in (seg.value, seg.end_value) if v is not None]
+
+
 class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     r"""Trains S independent models by SGD whose hyperparameters are functions of the step.
 
@@ -89,16 +94,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.ensemble_size = ensemble_size
         self.max_members_logged = max_members_logged
         self._groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
-        self.momentum = as_schedule(momentum, "model.momentum")
-        if any(v >= 1 for seg in self.momentum.segments for v in (seg.value, seg.end_value) if v is not None):
+        self.momentum = as_schedule(momentum, "model.momentum")  # values >= 0 checked there
+        if any(v >= 1 for v in _segment_values(self.momentum)):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
         self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
-        if any(
-            not 0 <= v <= 1
-            for seg in self.class_weighting.segments
-            for v in (seg.value, seg.end_value)
-            if v is not None
-        ):
+        if any(v > 1 for v in _segment_values(self.class_weighting)):
             raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
         if positive_rate is not None:
             check_number("model.positive_rate", positive_rate, 0.0, 1.0, strict=True)
@@ -218,8 +218,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def training_losses(self, f: Tensor, y: Tensor, step: int) -> Tensor:
         r"""The members' training losses at ``step``: f, y (S, B) -> (S,).
 
-        :meth:`member_losses`, with each sample weighted by :math:`1 + \omega(t)(lpha_y - 1)`,
-        :math:`lpha_v = 1 / (2 \Pr[y = v])`, where ``class_weighting`` omega(t) is not zero.
+        :meth:`member_losses`, with each sample weighted by :math:`1 + \omega(t)(\alpha_y - 1)`,
+        :math:`\alpha_v = 1 / (2 \Pr[y = v])`, where ``class_weighting`` omega(t) is not zero.
         """
         omega = self.class_weighting(step)
         if omega == 0:

@@ -90,6 +90,8 @@ def test_default_methods_are_table_1s():
         ("methods: {A: {without_structure: 1}}", None, "true or false"),
         ("methods: {'A b': {}, 'a-B': {}}", None, "differ"),
         ("methods: {A: {}}", ["B"], "not in"),
+        ("methods: {A: {tune: {model.init_args.lr: []}}}", None, "tune must map dotted config paths to non-empty"),
+        ("methods: {A: {tune: {model.init_args.lr: 0.1}}}", None, "tune must map dotted config paths to non-empty"),
     ],
 )
 def test_bad_methods_files_are_refused(tmp_path, content, only, match):

@@ -192,6 +192,16 @@ def test_console_script_reports_bad_input_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("name", ["glasgow_cpu", "glasgow_gpu"])
+def test_shipped_study_files_run(tmp_path, name):
+    """Each shipped study, shrunk to d = 4 and a loose target: it runs its trials and writes its table."""
+    argv = ["--config", "glasgow_xor", "--study", f"samples/{name}", "--out", str(tmp_path)]
+    summary = samples([*argv, "--dims", "4", "--seeds", "2", "--target-error", "0.3", "--resolution", "2"], build_cli)
+    assert [row["method"] for row in summary["rows"]] == ["Network", "NTK"]
+    assert all(row["status"] in ("found", "at_min") for row in summary["rows"])
+    assert (tmp_path / "samples.md").is_file()
+
+
 def test_shipped_study_files_load_and_scale():
     for name in ("glasgow_cpu", "glasgow_gpu"):
         study = load_study(CONFIGS / "samples" / f"{name}.yaml")
