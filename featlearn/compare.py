@@ -9,7 +9,10 @@ structure. This command runs such a comparison from one experiment config::
 * **Methods** come from a methods file (default: the shipped ``compare/shi.yaml``): each
   is a set of overrides of the experiment config, written in the config's own shape
   (``model``, ``data``, ``trainer``), plus ``without_structure: true`` for the data
-  model's structure-free variant (:meth:`SyntheticDataModule.structure_free_overrides`).
+  model's structure-free variant (:meth:`SyntheticDataModule.structure_free_overrides`),
+  ``skip_steps: [t, ...]`` to leave steps out of the process and
+  ``freeze_first_layer_from: t`` to fix the first layer from step t on
+  (:func:`reshape_process`).
   The merged config of each method is saved as ``DIR/methods/<method>/config.yaml``
   and can be run alone with ``featlearn fit --config``.
 * **Seeds** run as one vectorised ensemble per method: seed s is ensemble member s,
@@ -48,12 +51,13 @@ import math
 import re
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
 from featlearn.config_files import resolve_config
+from featlearn.schedules import hold_from, is_segment_list, skip_steps
 from featlearn.studies_trials import (
     BuildRun,
     Launcher,
@@ -72,7 +76,9 @@ deep_merge = merge_configs
 DEFAULT_METHODS = "compare/shi"
 #: Table rows: (csv metric name, row label, decimals).
 METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
-_METHOD_KEYS = {"model", "data", "trainer", "without_structure", "tune"}
+_METHOD_KEYS = {"model", "data", "trainer", "without_structure", "tune", "skip_steps", "freeze_first_layer_from"}
+#: The learner arguments that move the first layer (w and b): held at 0 to freeze it.
+_FIRST_LAYER_KEYS = ("lr_w", "lr_b", "weight_decay_w", "weight_decay_b")
 
 
 @dataclass
@@ -85,6 +91,11 @@ class Method:
     #: Grid of the method's free constants: ``"dotted.path[|dotted.path...]": [values]``; the
     #: paths joined by ``|`` take the same value (e.g. the NTK's three rates).
     tune: dict = field(default_factory=dict)
+    #: Steps of the experiment's process this method leaves out (every per-step schedule
+    #: of ``model`` and ``data`` loses them, later steps move down, ``max_steps`` shrinks).
+    skip_steps: tuple[int, ...] = ()
+    #: The first layer (w and b) takes no update from this step on (after ``skip_steps``).
+    freeze_first_layer_from: int | None = None
 
     def grid(self) -> list[dict[str, object]]:
         """Every combination of the tuned values, in the file's order: [{key: value}]."""
@@ -97,7 +108,7 @@ class Method:
         for key, value in values.items():
             for path in key.split("|"):
                 set_path(overrides, path, value, f"Method {self.name!r}: tune.{key}")
-        return Method(self.name, overrides, self.without_structure)
+        return replace(self, overrides=overrides, tune={})
 
     @property
     def slug(self) -> str:
@@ -137,7 +148,13 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
             raise ValueError(
                 f"Method {name!r}: tune must map dotted config paths to non-empty lists of values, got {tune!r}."
             )
-        methods.append(Method(str(name), spec, without, tune))
+        skip = spec.pop("skip_steps", None) or []
+        if not isinstance(skip, list) or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in skip):
+            raise ValueError(f"Method {name!r}: skip_steps must be a list of steps >= 1, got {skip!r}.")
+        freeze = spec.pop("freeze_first_layer_from", None)
+        if freeze is not None and (isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 1):
+            raise ValueError(f"Method {name!r}: freeze_first_layer_from must be a step >= 1, got {freeze!r}.")
+        methods.append(Method(str(name), spec, without, tune, tuple(sorted(set(skip))), freeze))
     slugs = [m.slug for m in methods]
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")
@@ -156,6 +173,7 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     config = copy.deepcopy(merge_configs(experiment, method.overrides))  # edited below: share nothing
     if seed is not None:
         config["seed_everything"] = seed
+    reshape_process(config, method)
     if method.without_structure:
         data = config.get("data")
         if not isinstance(data, dict) or "class_path" not in data:
@@ -176,6 +194,43 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
             added.append({"class_path": "DegenerateRuns"})
     trainer[key] = list(trainer.get(key) or []) + added
     return config
+
+
+def reshape_process(config: dict, method: Method) -> None:
+    """Apply ``method.skip_steps`` and ``method.freeze_first_layer_from`` to ``config`` in place.
+
+    Shi et al.'s One Step is their process with the first layer fixed after step 1: step 2
+    is skipped (``skip_steps: [2]``: every segment-list schedule under ``model.init_args``
+    and ``data.init_args`` loses it) and the first layer is frozen from the new step 2 on
+    (``lr_w``, ``lr_b``, ``weight_decay_w``, ``weight_decay_b`` held at 0), while the
+    classifier stage keeps its length (``trainer.max_steps`` drops by the skipped steps).
+
+    Raises:
+        MethodNotApplicable: Freezing asked of a learner with no first-layer rate
+            (``lr_w`` or ``lr`` in ``model.init_args``).
+    """
+    model = config.setdefault("model", {}).setdefault("init_args", {})
+    if method.skip_steps:
+        data = (config.get("data") or {}).get("init_args") or {}
+        for section, args in (("model", model), ("data", data)):
+            for key, spec in list(args.items()):
+                if is_segment_list(spec):
+                    args[key] = skip_steps(spec, method.skip_steps, f"{section}.init_args.{key}")
+        trainer = config.setdefault("trainer", {})
+        max_steps = trainer.get("max_steps")
+        if isinstance(max_steps, int) and max_steps > 0:
+            trainer["max_steps"] = max_steps - sum(1 for t in method.skip_steps if t <= max_steps)
+    if method.freeze_first_layer_from is not None:
+        if "lr_w" not in model and "lr" not in model:
+            raise MethodNotApplicable(
+                f"Method {method.name!r} freezes the first layer but model.init_args sets neither lr_w nor lr "
+                f"(a learner like TwoLayerNet's)."
+            )
+        model.setdefault("lr_w", model.get("lr"))
+        step = method.freeze_first_layer_from
+        for key in _FIRST_LAYER_KEYS:
+            if key in model:  # an absent lr_b follows lr_w; an absent decay is 0
+                model[key] = hold_from(model[key], step, 0.0, f"model.init_args.{key}")
 
 
 def _structure_free_overrides(config: dict, build: BuildRun) -> dict:

@@ -250,3 +250,102 @@ def as_schedule(spec: ScheduleSpec | Schedule, name: str, *, integer: bool = Fal
     if isinstance(spec, Schedule):
         return spec
     return Schedule(spec, name, integer=integer, positive=positive)
+
+
+# ---------------------------------------------------------------------- reshaping a process
+def is_segment_list(spec: Any) -> bool:
+    """Whether ``spec`` is written as a list of segments (not a number)."""
+    return isinstance(spec, Sequence) and not isinstance(spec, str) and all(isinstance(s, Mapping) for s in spec)
+
+
+def _spans(spec: Sequence[Mapping[str, Any]], name: str) -> list[tuple[int, int | None, dict]]:
+    """(start, end, segment) of each segment, ``start`` filled in where the spec omits it."""
+    spans, start = [], 1
+    for k, raw in enumerate(spec):
+        start = raw.get("start", start)
+        end = raw.get("end")
+        if isinstance(start, bool) or not isinstance(start, int) or (end is not None and not isinstance(end, int)):
+            raise ValueError(f"{name}[{k}]: start and end must be integer steps, got {raw!r}.")
+        spans.append((start, end, dict(raw)))
+        if end is not None:
+            start = end + 1
+    return spans
+
+
+def _ramps(raw: Mapping[str, Any]) -> bool:
+    return raw.get("decay", "constant") != "constant" or raw.get("end_value") is not None
+
+
+def skip_steps(spec: ScheduleSpec, steps: Sequence[int], name: str) -> ScheduleSpec:
+    """The schedule with the update steps ``steps`` taken out; the steps after them move down.
+
+    A process without its step 2 (Shi et al.'s One Step) is every schedule of the
+    process with step 2 skipped: the old step 3's values become step 2's, and so on.
+    Values are copied as written (``null`` placeholders included), so this works on a
+    config before the CLI fills it in.
+
+    Args:
+        spec: A number (returned as is) or a list of segments.
+        steps: The steps to take out (>= 1).
+        name: The parameter's config name, for errors.
+
+    Raises:
+        ValueError: A skipped step lies inside a decaying segment (its ramp would change).
+    """
+    removed = sorted(set(steps))
+    if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in removed):
+        raise ValueError(f"Steps to skip must be integers >= 1, got {list(steps)!r}.")
+    if not is_segment_list(spec) or not removed:
+        return spec
+
+    def moved(step: int) -> int:  # where a kept step lands
+        return step - sum(1 for s in removed if s < step)
+
+    out = []
+    for start, end, raw in _spans(spec, name):
+        inside = [s for s in removed if s >= start and (end is None or s <= end)]
+        if end is not None and len(inside) == end - start + 1:
+            continue  # every step of the segment is skipped
+        if inside and _ramps(raw):
+            raise ValueError(
+                f"{name}: cannot skip step(s) {inside} inside the decaying segment {raw!r}; "
+                f"split it so that the skipped steps form segments of their own."
+            )
+        first = next(t for t in range(start, start + len(inside) + 1) if t not in removed)
+        raw["start"] = moved(first)
+        if end is not None:
+            last = end
+            while last in removed:
+                last -= 1
+            raw["end"] = moved(last)
+        out.append(raw)
+    return out
+
+
+def hold_from(spec: ScheduleSpec, step: int, value: float, name: str) -> ScheduleSpec:
+    """The schedule as written up to ``step - 1``, then ``value`` from ``step`` to the end.
+
+    Freezing a layer from step t is its rate and decay held at 0 from t on.
+
+    Raises:
+        ValueError: ``step`` < 1, or ``step`` falls inside a decaying segment.
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"{name}: the step to hold from must be an integer >= 1, got {step!r}.")
+    if step == 1:
+        return value
+    if not is_segment_list(spec):
+        return [{"start": 1, "end": step - 1, "value": spec}, {"start": step, "value": value}]
+    out = []
+    for start, end, raw in _spans(spec, name):
+        if start >= step:
+            break
+        if end is None or end >= step:
+            if _ramps(raw):  # cutting a ramp would change its slope
+                raise ValueError(
+                    f"{name}: cannot end the decaying segment {raw!r} at step {step - 1}; split it at step {step}."
+                )
+            raw["end"] = step - 1
+        raw["start"] = start
+        out.append(raw)
+    return [*out, {"start": step, "value": value}]

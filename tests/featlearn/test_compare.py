@@ -17,7 +17,8 @@ from featlearn.compare import Method, compare, deep_merge, load_methods, summari
 
 from ..conftest import CONFIGS  # noqa: TID252
 
-METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
+PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
+METHODS = [*PAPER_METHODS, "One Step (best linear)", "Two Step (best linear)"]
 # E.1.1's process shrunk to a 4-step run of a 12-neuron network on d = 16.
 TINY = {
     "seed_everything": 0,
@@ -77,7 +78,7 @@ def test_summarize_is_mean_and_sample_std():
     assert summarize(None) == (None, None, 0)
 
 
-def test_default_methods_are_table_1s():
+def test_default_methods_are_table_1s_then_the_best_linear_probes():
     assert [m.name for m in load_methods(CONFIGS / "compare" / "shi.yaml")] == METHODS
 
 
@@ -92,6 +93,9 @@ def test_default_methods_are_table_1s():
         ("methods: {A: {}}", ["B"], "not in"),
         ("methods: {A: {tune: {model.init_args.lr: []}}}", None, "tune must map dotted config paths to non-empty"),
         ("methods: {A: {tune: {model.init_args.lr: 0.1}}}", None, "tune must map dotted config paths to non-empty"),
+        ("methods: {A: {skip_steps: 2}}", None, "skip_steps must be a list of steps >= 1"),
+        ("methods: {A: {skip_steps: [0]}}", None, "skip_steps must be a list of steps >= 1"),
+        ("methods: {A: {freeze_first_layer_from: 0}}", None, "freeze_first_layer_from must be a step >= 1"),
     ],
 )
 def test_bad_methods_files_are_refused(tmp_path, content, only, match):
@@ -145,10 +149,42 @@ def test_each_method_config_runs_alone_and_logs_one_test_accuracy_chart(comparis
         events.Reload()
         steps = [e.step for e in events.Scalars("heldout/test_acc")]
         assert steps[0] == 0 and steps[-1] == config["trainer"]["max_steps"]
+    probe = yaml.safe_load((out / "methods" / "one_step_best_linear" / "config.yaml").read_text())
+    assert probe["trainer"]["max_steps"] == 1 and probe["model"]["class_path"] == "SteppedFeatureProbe"
     one_step = yaml.safe_load((out / "methods" / "one_step" / "config.yaml").read_text())
-    assert one_step["trainer"]["max_steps"] == 1 and one_step["model"]["class_path"] == "SteppedFeatureProbe"
+    assert one_step["trainer"]["max_steps"] == 3  # step 2 skipped, the classifier stage as long
+    assert one_step["model"]["init_args"]["lr_w"] == [{"start": 1, "end": 1, "value": 0.2}, {"start": 2, "value": 0.0}]
+    two_step = yaml.safe_load((out / "methods" / "two_step" / "config.yaml").read_text())
+    assert two_step["trainer"]["max_steps"] == 4
+    assert two_step["model"]["init_args"]["lr_w"][-1] == {"start": 3, "value": 0.0}
     wo = yaml.safe_load((out / "methods" / "network_w_o_structure" / "config.yaml").read_text())
     assert wo["data"]["init_args"]["structure"] is False
+
+
+def _fit_first_layer(config_path, *args):
+    """Train the config alone (no logger) and return its first layer (S, p, d)."""
+    cli = build_cli(["--config", str(config_path), "--trainer.logger", "false", *args], run=False)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return cli.model.two_layer.w.detach().clone()
+
+
+def test_one_step_keeps_the_first_layer_of_the_processs_first_step(comparison, tmp_path):
+    """One Step = the process's step 1, then its classifier stage on those frozen features."""
+    out, _, _ = comparison
+    one_step = _fit_first_layer(out / "methods" / "one_step" / "config.yaml", "--trainer.max_steps", "3")
+    after_step_1 = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", "1")
+    initial = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", "0")
+    assert torch.equal(one_step, after_step_1) and not torch.equal(one_step, initial)
+
+
+def test_reshaping_needs_a_first_layer_rate():
+    method = Method("Frozen", freeze_first_layer_from=2)
+    with pytest.raises(compare_module.MethodNotApplicable, match="neither lr_w nor lr"):
+        compare_module.reshape_process({"model": {"init_args": {"lr_a": 0.1}}}, method)
+    config = {"model": {"init_args": {"lr": 0.1, "lr_a": 0.5}}, "trainer": {"max_steps": 10}}
+    compare_module.reshape_process(config, Method("One", skip_steps=(2,), freeze_first_layer_from=2))
+    assert config["model"]["init_args"]["lr_w"] == [{"start": 1, "end": 1, "value": 0.1}, {"start": 2, "value": 0.0}]
+    assert config["model"]["init_args"]["lr_a"] == 0.5 and config["trainer"]["max_steps"] == 9
 
 
 def test_methods_start_from_the_same_weights(comparison):

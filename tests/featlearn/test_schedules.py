@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from featlearn.schedules import Schedule
+from featlearn.schedules import Schedule, hold_from, skip_steps
 
 
 def test_constant():
@@ -124,3 +124,57 @@ def test_coverage_check():
 )
 def test_zero_through_finds_the_end_of_the_run_of_zeros(spec, step, expected):
     assert Schedule(spec, "model.lr").zero_through(step) == expected
+
+
+PROCESS = [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "end": 2, "value": 1.0}, {"start": 3, "value": 1000.0}]
+
+
+@pytest.mark.parametrize(
+    "spec, steps, expected",
+    [
+        (PROCESS, [2], [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "value": 1000.0}]),
+        (3.0, [2], 3.0),  # a constant has no steps to lose
+        (PROCESS, [], PROCESS),
+        (  # null placeholders are kept for the CLI to fill; a segment loses its skipped steps
+            [{"start": 1, "end": 2, "value": None}, {"start": 3, "value": 0.0}],
+            [2],
+            [{"start": 1, "end": 1, "value": None}, {"start": 2, "value": 0.0}],
+        ),
+        (
+            [{"start": 1, "end": 5, "value": 1}, {"start": 6, "value": 0.0}],
+            [1, 5],
+            [{"start": 1, "end": 3, "value": 1}, {"start": 4, "value": 0.0}],
+        ),
+        ([{"value": 2.0, "end": 3}, {"value": 0.5}], [1, 2, 3], [{"start": 1, "value": 0.5}]),
+    ],
+)
+def test_skip_steps_takes_steps_out_and_moves_the_rest_down(spec, steps, expected):
+    skipped = skip_steps(spec, steps, "model.lr")
+    assert skipped == expected
+    if isinstance(spec, list) and None not in [s["value"] for s in spec]:
+        original, short = Schedule(spec, "a"), Schedule(skipped, "b")
+        kept = [t for t in range(1, 12) if t not in steps]
+        assert [short(t) for t in range(1, len(kept) + 1)] == [original(t) for t in kept]
+
+
+def test_skip_steps_refuses_to_cut_a_ramp_and_bad_steps():
+    ramp = [{"start": 1, "end": 4, "value": 1.0, "end_value": 0.0, "decay": "linear"}, {"start": 5, "value": 0.0}]
+    with pytest.raises(ValueError, match="inside the decaying segment"):
+        skip_steps(ramp, [2], "model.lr")
+    assert skip_steps(ramp, [5], "model.lr")[0] == ramp[0]
+    with pytest.raises(ValueError, match=">= 1"):
+        skip_steps(PROCESS, [0], "model.lr")
+
+
+def test_hold_from_keeps_the_start_and_holds_a_value_after():
+    held = hold_from(PROCESS, 3, 0.0, "model.lr_w")
+    assert [Schedule(held, "x")(t) for t in (1, 2, 3, 50)] == [1e-3, 1.0, 0.0, 0.0]
+    assert hold_from(PROCESS, 2, 0.0, "x") == [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "value": 0.0}]
+    assert hold_from(0.5, 3, 0.0, "x") == [{"start": 1, "end": 2, "value": 0.5}, {"start": 3, "value": 0.0}]
+    assert hold_from(PROCESS, 1, 0.0, "x") == 0.0
+    assert PROCESS[2] == {"start": 3, "value": 1000.0}  # the input is not edited
+    ramp = [{"start": 1, "end": 4, "value": 1.0, "end_value": 0.0, "decay": "linear"}, {"start": 5, "value": 0.0}]
+    with pytest.raises(ValueError, match="split it at step 3"):
+        hold_from(ramp, 3, 0.0, "model.lr_w")
+    with pytest.raises(ValueError, match="integer >= 1"):
+        hold_from(PROCESS, 0, 0.0, "model.lr_w")
