@@ -318,6 +318,8 @@ def write_tables(
         if name in tuned:
             values = ", ".join(f"{key} = {value!r}" for key, value in tuned[name]["values"].items())
             lines += ["", f"{name}: tuned on the validation set: {values} (val acc {tuned[name]['val_acc']:.2f}%)"]
+            if tuned[name].get("edge"):
+                lines.append(f"({', '.join(tuned[name]['edge'])}: the end of its grid; the optimum may lie beyond.)")
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
@@ -379,8 +381,11 @@ def tune_methods(
         if grids.get(method.name) and best is None:
             raise ValueError(f"Every grid point of {method.name!r} diverged: give its tune grid smaller values.")
         if best is not None:
-            tuned[method.name] = {"values": best[0], "val_acc": best[1]}
+            edge = grid_edges(method.tune, best[0])
+            tuned[method.name] = {"values": best[0], "val_acc": best[1], "edge": edge}
             log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
+            if edge:
+                log(f"{method.name}: WARNING: {', '.join(edge)} chose the end of its grid; extend the grid past it.")
     with open(out / "tuning.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen", "note"])
@@ -388,6 +393,19 @@ def tune_methods(
             chosen = int(tuned[name]["values"] == values)
             writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
     return tuned
+
+
+def grid_edges(grid: dict[str, list], chosen: dict[str, object]) -> list[str]:
+    """The tuned keys whose chosen value is the smallest or largest of three or more numbers.
+
+    The best point at the end of a grid says the optimum may lie beyond it.
+    """
+    edges = []
+    for key, values in grid.items():
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) == len(values) >= 3 and chosen[key] in (min(numbers), max(numbers)):
+            edges.append(key)
+    return edges
 
 
 def _point_name(values: dict[str, object]) -> str:

@@ -6,7 +6,7 @@ Skipped where no CUDA device is present (CI has none); run them on a GPU machine
 * batches are drawn on the training device and every tensor of a run stays there;
 * on the same batches, a GPU run reaches the CPU run's weights and diagnostics
   (to float32 round-off), for the network, the NTK (linear and kernel form) and the
-  One/Two Step probe;
+  best-linear One/Two Step probe;
 * same seed, same weights; chunked updates, stop/resume and ensembles behave on the
   GPU exactly as the CPU tests require;
 * every experiment config (each overlay on its experiment) and a ``featlearn compare``

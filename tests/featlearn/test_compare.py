@@ -394,3 +394,12 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     )
     with pytest.raises(ValueError, match="Every grid point of 'RF' diverged"):
         compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)], build_cli)
+
+
+def test_a_choice_at_the_end_of_a_grid_is_flagged():
+    grid = {"model.init_args.lr": [1e-5, 1e-4, 1e-3], "model.init_args.loss": ["hinge", "logistic", "x"]}
+    assert compare_module.grid_edges(grid, {"model.init_args.lr": 1e-5, "model.init_args.loss": "x"}) == [
+        "model.init_args.lr"
+    ]
+    assert compare_module.grid_edges(grid, {"model.init_args.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
+    assert compare_module.grid_edges({"a": [1.0, 2.0]}, {"a": 2.0}) == []  # two points have no inside
