@@ -298,7 +298,7 @@ def skip_steps(spec: ScheduleSpec, steps: Sequence[int], name: str) -> ScheduleS
     if not is_segment_list(spec) or not removed:
         return spec
 
-    def moved(step: int) -> int:  # where a kept step lands
+    def moved(step: int) -> int:  # where step lands once the removed steps before it are gone
         return step - sum(1 for s in removed if s < step)
 
     out = []
@@ -311,13 +311,11 @@ def skip_steps(spec: ScheduleSpec, steps: Sequence[int], name: str) -> ScheduleS
                 f"{name}: cannot skip step(s) {inside} inside the decaying segment {raw!r}; "
                 f"split it so that the skipped steps form segments of their own."
             )
-        first = next(t for t in range(start, start + len(inside) + 1) if t not in removed)
-        raw["start"] = moved(first)
+        # A skipped start lands where the segment's first kept step does; a skipped end
+        # one before where step end + 1 lands.
+        raw["start"] = moved(start)
         if end is not None:
-            last = end
-            while last in removed:
-                last -= 1
-            raw["end"] = moved(last)
+            raw["end"] = moved(end + 1) - 1
         out.append(raw)
     return out
 
