@@ -13,6 +13,7 @@ from featlearn.cli import build_cli
 
 from ..conftest import CONFIGS  # noqa: TID252
 from ..datamodules.image_files import trust_written_files, write_cifar10, write_mnist, write_svhn  # noqa: TID252
+from ..fingerprints import check_fingerprint  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
 OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml"))
@@ -72,6 +73,7 @@ def test_every_experiment_config_runs(tmp_path, monkeypatch, experiment):
     cli = run_cli(tmp_path, "--config", str(experiment), "--config", SMOKE, *placed)
     assert cli.trainer.global_step == 3
     assert "test/loss" in cli.trainer.callback_metrics and "test/error" in cli.trainer.callback_metrics
+    check_fingerprint(experiment.stem, cli)
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.stem)
@@ -79,6 +81,7 @@ def test_every_overlay_runs_on_its_experiment_by_shipped_name(tmp_path, overlay)
     name = f"shi/{overlay.stem}"
     cli = run_cli(tmp_path, "--config", overlay_base(overlay), "--config", name, "--config", "debug/smoke")
     assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+    check_fingerprint(f"{overlay_base(overlay)}+{name}", cli)
     written = yaml.safe_load(overlay.read_text())
     for key, value in written.get("data", {}).get("init_args", {}).items():
         assert getattr(cli.datamodule, key) == value  # the overlay's values reached the data model
@@ -347,6 +350,7 @@ def test_every_real_data_overlay_runs_on_files_in_the_real_format(tmp_path, monk
         str(root),
     )
     assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+    check_fingerprint(f"shi_real_mnist01+shi_real/{overlay.stem}", cli)
     assert cli.datamodule.source == overlay.stem and cli.model.two_layer.input_dim == cli.datamodule.input_dim
 
 
@@ -393,6 +397,7 @@ def test_every_teacher_overlay_runs_on_files_in_the_real_format(tmp_path, monkey
     )
     assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
     assert cli.datamodule.is_labelled
+    check_fingerprint(f"{base}+shi_teacher/{overlay.stem}", cli)
     written = yaml.safe_load(overlay.read_text())
     for key, value in written.get("data", {}).get("init_args", {}).items():
         if key not in ("root", "injected_root", "train_size", "test_size"):
