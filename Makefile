@@ -25,14 +25,17 @@ run: setup
 # Fast suite, then the slow experiment checks as a separate step.
 test: setup
 	$(BIN)/python -m ruff check .
+	VENV=$(VENV) .ci/lint-imports
 	$(BIN)/python -m pytest -m "not slow" -q
 	$(BIN)/python -m pytest -m slow -q
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow" -q
 
+# ruff, then the import contracts between the parts (setup.cfg's [importlinter]).
 lint: setup
 	$(BIN)/python -m ruff check .
+	VENV=$(VENV) .ci/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/bench_throughput.py

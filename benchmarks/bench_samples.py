@@ -33,8 +33,8 @@ from pathlib import Path
 import yaml
 
 from featlearn.cli import build_cli
-from featlearn.samples import samples
-from featlearn.studies_trials import measure_run
+from featlearn.studies.samples import samples
+from featlearn.studies.trials import measure_run
 
 warnings.filterwarnings("ignore")
 

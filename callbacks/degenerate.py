@@ -8,6 +8,7 @@ import warnings
 import pytorch_lightning as pl
 import torch
 
+from featlearn.callbacks.pictures import publish_text
 from featlearn.validation import check_number
 
 
@@ -66,10 +67,8 @@ class DegenerateRuns(pl.Callback):
         )
         warnings.warn(summary, stacklevel=2)
         step = trainer.global_step
+        publish_text(trainer, "degenerate/summary", summary, step)
         for logger in trainer.loggers:
-            experiment = getattr(logger, "experiment", None)
-            if hasattr(experiment, "add_text"):  # Markdown: two spaces end a line
-                experiment.add_text("degenerate/summary", summary.replace("\n", "  \n"), global_step=step)
             logger.log_metrics({"degenerate/members": float(len(flagged))}, step=step)
 
     def _check_one_class(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
-from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure
+from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure, publish_text
 from featlearn.validation import check_int, is_int
 
 
@@ -178,10 +178,7 @@ class FilterDynamics(DiagnosticCallback):
         }
         rows = "\n".join(f"| {k} | {v:.4f} |" for k, v in self.table.items())
         text = f"Early gradients of filter {chosen} of `{self.table_layer}` (Table 7)\n\n| | |\n|---|---|\n{rows}"
-        for logger in trainer.loggers:
-            experiment = getattr(logger, "experiment", None)
-            if hasattr(experiment, "add_text"):
-                experiment.add_text("filters/early_gradients", text, global_step=trainer.global_step)
+        publish_text(trainer, "filters/early_gradients", text, trainer.global_step, line_breaks=False)
 
     def _picture(self, trainer, name: str, step: int, filters: Tensor, labels: Tensor) -> None:
         import matplotlib

@@ -52,6 +52,19 @@ def run_folder(trainer) -> Path | None:
     return Path(folder) if folder else None
 
 
+def publish_text(trainer, tag: str, text: str, step: int, line_breaks: bool = True) -> None:
+    """Write Markdown ``text`` under ``tag`` to every logger that takes text (TensorBoard's Text tab).
+
+    With ``line_breaks``, each newline becomes a Markdown line break (two spaces before
+    it), so a summary reads as it prints; a Markdown table keeps its newlines as they are.
+    """
+    markdown = text.replace("\n", "  \n") if line_breaks else text
+    for logger in trainer.loggers:
+        experiment = getattr(logger, "experiment", None)
+        if hasattr(experiment, "add_text"):
+            experiment.add_text(tag, markdown, global_step=step)
+
+
 def publish_figure(trainer, tag: str, figure, step: int, filename: str | None) -> Tensor:
     """Send a drawn figure to every logger that takes images, save it as a PNG, close it.
 

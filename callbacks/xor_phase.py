@@ -8,6 +8,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback, log_spaced_steps
+from featlearn.callbacks.pictures import publish_text
 from featlearn.validation import check_int, check_number, is_number
 
 #: The four cluster directions, in the order used for margins and coverage.
@@ -319,7 +320,5 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         text = self.summary()
         rank_zero_info("\nXOR phase summary\n" + text)
-        for logger in trainer.loggers if trainer.is_global_zero else []:
-            experiment = getattr(logger, "experiment", None)
-            if hasattr(experiment, "add_text"):
-                experiment.add_text("phase/summary", text.replace("\n", "  \n"), global_step=trainer.global_step)
+        if trainer.is_global_zero:
+            publish_text(trainer, "phase/summary", text, trainer.global_step)

@@ -30,7 +30,7 @@ class TeacherMixture(ImageSource, DataModel):
     r"""A mixture of real inputs L and injected inputs U, every input labelled by one teacher.
 
     Shi et al. keep the labelling function and change the input distribution: a teacher
-    network f (chosen and trained by Algorithm 1, :mod:`featlearn.studies_teacher`) labels
+    network f (chosen and trained by Algorithm 1, :mod:`featlearn.teacher`) labels
     the mixture
 
     .. math::
@@ -311,7 +311,7 @@ class TeacherMixture(ImageSource, DataModel):
         if self._labels is None:
             raise RuntimeError(
                 "TeacherMixture has no labels yet: its inputs are labelled by a teacher. Give the config a "
-                "`teacher:` section (featlearn.studies_teacher.TeacherSearch), which trains or loads the teacher "
+                "`teacher:` section (featlearn.teacher.TeacherSearch), which trains or loads the teacher "
                 "and labels the data before training."
             )
 

@@ -1,6 +1,6 @@
 """``python -m featlearn``: the same command line as ``featlearn``."""
 
-from featlearn.main import main
+from featlearn.cli import main
 
 if __name__ == "__main__":
     main()

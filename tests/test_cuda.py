@@ -28,12 +28,12 @@ import yaml
 
 from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, StepCheckpoint, XORPhaseDiagnostics
 from featlearn.cli import build_cli
-from featlearn.compare import compare
 from featlearn.datamodules import BooleanXOR, SparseCoding
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.samples import samples
+from featlearn.studies.compare import compare
+from featlearn.studies.samples import samples
 
 from .conftest import CONFIGS, grouped
 from .featlearn.test_cli import OVERLAYS, overlay_base

@@ -109,7 +109,7 @@ def test_shi_interval(tmp_path):
 
 def test_shi_table_1_comparison_over_five_seeds(tmp_path):
     """Issue 4's checks on E.1.1 (Table 1): who learns parity, over 5 seeds (about 10 minutes)."""
-    from featlearn.compare import compare
+    from featlearn.studies.compare import compare
 
     # The methods file's constants (E.1.1's own tuning); --no-tune keeps the slow suite's time.
     # Table 1's six columns (the best-linear probes are checked in the fast suite).
@@ -205,7 +205,7 @@ def test_glasgow_scaling_law_cpu_study(tmp_path):
     the NTK's 2.42 [2.34, 2.51]. The network's curve is d polylog d (its local slope
     over d = 8..128 is above 1 from the log factors); the NTK's is at least d^2.
     """
-    from featlearn.samples import samples
+    from featlearn.studies.samples import samples
 
     summary = samples(["--config", "glasgow_xor", "--out", str(tmp_path / "study")], build_cli)
     assert all(row["status"] == "found" for row in summary["rows"])

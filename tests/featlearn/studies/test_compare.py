@@ -9,13 +9,14 @@ import torch
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import featlearn.compare as compare_module
-import featlearn.studies_trials as trials_module
+import featlearn.studies.compare as compare_module
+import featlearn.studies.trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
-from featlearn.compare import Method, compare, deep_merge, load_methods, summarize
+from featlearn.studies.compare import Method, compare, load_methods, summarize
+from featlearn.studies.trials import merge_configs
 
-from ..conftest import CONFIGS  # noqa: TID252
+from ...conftest import CONFIGS  # noqa: TID252
 
 PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
 METHODS = [*PAPER_METHODS, "One Step (best linear)", "Two Step (best linear)"]
@@ -65,10 +66,10 @@ def comparison(tmp_path_factory):
     return out, results, config
 
 
-def test_deep_merge_merges_mappings_and_replaces_the_rest():
+def test_merge_configs_merges_mappings_and_replaces_the_rest():
     base = {"model": {"class_path": "A", "init_args": {"lr": [{"start": 1, "value": 1}], "width": 4}}, "x": 1}
     override = {"model": {"class_path": "B", "init_args": {"lr": 0.1}}}
-    assert deep_merge(base, override) == {"model": {"class_path": "B", "init_args": {"lr": 0.1, "width": 4}}, "x": 1}
+    assert merge_configs(base, override) == {"model": {"class_path": "B", "init_args": {"lr": 0.1, "width": 4}}, "x": 1}
     assert base["model"]["class_path"] == "A"  # inputs untouched
 
 
@@ -248,7 +249,7 @@ def test_changed_config_is_not_mixed_with_old_results(comparison, tmp_path):
 
 
 def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
-    config = write_config(tmp_path, deep_merge(TINY, {"data": {"class_path": "BooleanXOR", "init_args": None}}))
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"class_path": "BooleanXOR", "init_args": None}}))
     content = yaml.safe_load(config.read_text())
     content["data"] = {"class_path": "BooleanXOR", "init_args": {"dim": 8, "batch_size": 16, "test_size": 64}}
     content["trainer"].pop("callbacks+")
@@ -283,10 +284,10 @@ def test_console_script_runs_compare():
     assert bad.returncode == 2 and "--seeds must be >= 1" in bad.stderr
 
 
-def test_deep_merge_keeps_lists_nulls_and_interpolation_strings_as_written():
+def test_merge_configs_keeps_lists_nulls_and_interpolation_strings_as_written():
     base = {"trainer": {"callbacks": [{"class_path": "A"}], "max_steps": 10}, "note": "${not.resolved}"}
     override = {"trainer": {"callbacks": [{"class_path": "B"}], "max_steps": None}}
-    merged = deep_merge(base, override)
+    merged = merge_configs(base, override)
     assert merged == {"trainer": {"callbacks": [{"class_path": "B"}], "max_steps": None}, "note": "${not.resolved}"}
     assert base["trainer"]["max_steps"] == 10  # the inputs are not changed
 
@@ -313,7 +314,7 @@ def test_inapplicable_methods_are_skipped_up_front_and_named(tmp_path, capsys):
 
 def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
     """No single feature to align with: the alignment row is the fraction of cluster centres covered."""
-    content = deep_merge(TINY, {"trainer": {"max_steps": 3, "callbacks+": []}})
+    content = merge_configs(TINY, {"trainer": {"max_steps": 3, "callbacks+": []}})
     content["data"] = {
         "class_path": "GaussianMixture",
         "init_args": {"d": 12, "k": 2, "train_size": 200, "test_size": 100, "batch_size": 50},
@@ -335,7 +336,7 @@ def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
 
 
 def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_path, capsys):
-    config = write_config(tmp_path, deep_merge(TINY, {"data": {"init_args": {"val_size": 300}}}))
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
     grid = {"model.init_args.lr_w|model.init_args.lr_b|model.init_args.lr_a": [1.0e-6, 0.5]}
     methods.write_text(
@@ -368,7 +369,7 @@ def test_tuning_needs_a_validation_set(tmp_path):
 
 
 def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
-    config = write_config(tmp_path, deep_merge(TINY, {"data": {"init_args": {"val_size": 200}}}))
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}}))
     methods = tmp_path / "methods.yaml"
     grid = {"model.init_args.lr_a": [1000.0, 0.1]}
     methods.write_text(

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from featlearn.config_files import resolve_config
-from featlearn.studies_trials import (
+from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
@@ -701,7 +701,7 @@ def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[di
 
 
 def main(argv: list[str], build: BuildRun) -> None:
-    """Entry point of ``featlearn samples ...`` (called by :mod:`featlearn.main` with the CLI's ``build``)."""
+    """Entry point of ``featlearn samples ...`` (called by :mod:`featlearn.cli.main` with the CLI's ``build``)."""
     try:
         samples(argv, build)
     except (ValueError, FileNotFoundError) as err:

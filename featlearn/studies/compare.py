@@ -30,7 +30,7 @@ structure. This command runs such a comparison from one experiment config::
   with a digest of its config; a re-run reuses every finished method whose config
   is unchanged and runs the rest. A method whose config changed stops the command
   (use a new ``--out`` or ``--overwrite``). Methods are trials of
-  :mod:`featlearn.studies_trials`, shared with ``featlearn samples``.
+  :mod:`featlearn.studies.trials`, shared with ``featlearn samples``.
 * **Where**: in this process by default; ``--launcher slurm`` submits one submitit job
   per method (``--launcher submitit-local``: the same jobs as local subprocesses).
 
@@ -58,7 +58,7 @@ import yaml
 
 from featlearn.config_files import resolve_config
 from featlearn.schedules import hold_from, is_segment_list, skip_steps
-from featlearn.studies_trials import (
+from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
@@ -68,9 +68,6 @@ from featlearn.studies_trials import (
     set_path,
     tensorboard_logger,
 )
-
-#: The config merge compare has always used (kept under its old name).
-deep_merge = merge_configs
 
 #: The default methods file: Table 1 of Shi et al. (2022).
 DEFAULT_METHODS = "compare/shi"
@@ -508,7 +505,7 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
 
 
 def main(argv: list[str], build: BuildRun) -> None:
-    """Entry point of ``featlearn compare ...`` (called by :mod:`featlearn.main` with the CLI's ``build``)."""
+    """Entry point of ``featlearn compare ...`` (called by :mod:`featlearn.cli.main` with the CLI's ``build``)."""
     try:
         compare(argv, build)
     except (ValueError, FileNotFoundError) as err:

@@ -5,7 +5,7 @@ trainer and its callbacks from the config, trains, then evaluates the test set. 
 shipped ``base.yaml`` (trainer defaults, logger, cadence) is loaded first in every
 install; later ``--config`` files (paths, or names of shipped configs, see
 :mod:`featlearn.config_files`) and command-line flags override it. The console script
-and the other commands dispatch from :mod:`featlearn.main`.
+and the other commands dispatch from :mod:`featlearn.cli.main`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
 from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
-from featlearn.studies_teacher import TeacherSearch  # noqa: E402
+from featlearn.teacher import TeacherSearch  # noqa: E402
 
 #: Process constants a learner may leave null for the data model to fill:
 #: ``model.init_args.init.<name>`` <- ``data.process_constants()[<name>]``.
@@ -67,7 +67,7 @@ class FeatlearnCLI(LightningCLI):
       k = 7's constants, and a number a user writes always wins.
     * The learner owns its optimizer and schedules (``auto_configure_optimizers``
       is off: ``--optimizer`` would silently replace them).
-    * A top-level ``teacher:`` section (a :class:`~featlearn.studies_teacher.TeacherSearch`)
+    * A top-level ``teacher:`` section (a :class:`~featlearn.teacher.TeacherSearch`)
       runs Shi et al.'s Algorithm 1 before ``fit``, ``validate`` and ``test``: it
       chooses, trains (or loads from its cache) the teacher and labels the
       :class:`~featlearn.datamodules.TeacherMixture` data model.

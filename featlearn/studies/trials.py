@@ -28,11 +28,9 @@ cluster ``centres`` (Gaussian mixtures) the fraction of centres some neuron cove
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import hashlib
 import json
-import logging
 import shutil
 import sys
 import time
@@ -43,8 +41,11 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
+from featlearn.banners import quiet_lightning
+
 #: How a run is built: ``build(args, run=True)`` -> an object with ``trainer``, ``model``
-#: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point).
+#: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point: studies never
+#: import the command line).
 BuildRun = Callable[..., object]
 #: Where trials can run (see :class:`Launcher`).
 LAUNCHERS = ("local", "submitit-local", "slurm")
@@ -238,12 +239,14 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     return result
 
 
-def run_trial_job(config_path: str) -> dict:
-    """What a submitit job runs: one trial from its config file; returns ``{"metrics", "seconds"}``."""
-    from featlearn.cli import build_cli
+def run_trial_job(config_path: str, build: BuildRun) -> dict:
+    """What a submitit job runs: one trial from its config file; returns ``{"metrics", "seconds"}``.
 
+    ``build`` is the command's own (:func:`featlearn.cli.build_cli`); submitit pickles it by
+    name, so a study never imports the command line.
+    """
     start = time.perf_counter()
-    metrics = _measure_or_diverge(Path(config_path), build_cli)
+    metrics = _measure_or_diverge(Path(config_path), build)
     return {"metrics": metrics, "seconds": time.perf_counter() - start}
 
 
@@ -262,26 +265,6 @@ def _raise_if_diverged(metrics: dict, divergence_ok: bool) -> None:
 
 #: Whether this process has shown Lightning's banners once (later trials run quiet).
 _BANNERS_SHOWN = [False]
-
-
-@contextlib.contextmanager
-def quiet_lightning(quiet: bool = True):
-    """Hide Lightning's per-run banners (devices, tips, "seed set", "max_steps reached") while it runs.
-
-    They are INFO records of Lightning's loggers; warnings and errors still show. Commands
-    that run many fits show them once (trials) or not at all (teachers).
-    """
-    names = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning.fabric", "lightning")
-    loggers = [logging.getLogger(name) for name in names]
-    levels = [logger.level for logger in loggers]
-    if quiet:
-        for logger in loggers:
-            logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 # ---------------------------------------------------------------------- where trials run
@@ -429,7 +412,7 @@ def run_trials(
     elif todo:
         executor = launcher.executor()
         paths = [str(trial.prepare()) for trial in todo]
-        jobs = executor.map_array(run_trial_job, paths)
+        jobs = executor.map_array(run_trial_job, paths, [build] * len(paths))
         log(f"submitted {len(jobs)} trial(s) ({launcher.kind}): job ids {', '.join(j.job_id for j in jobs)}")
         for trial, job in zip(todo, jobs, strict=True):
             output = job.result()  # raises with the job's own traceback if it failed

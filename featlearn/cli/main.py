@@ -1,9 +1,9 @@
 """The ``featlearn`` console script: dispatches each subcommand to its module.
 
-* ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.cli`);
-* ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.compare`);
-* ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.samples`);
-* ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies_teacher`);
+* ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.cli.lightning`);
+* ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.studies.compare`);
+* ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.studies.samples`);
+* ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies.teacher_check`);
 * ``featlearn configs [copy NAME [DEST]]``: list the shipped experiments, or copy one out to edit.
 """
 
@@ -51,24 +51,24 @@ def main(args: list[str] | None = None) -> None:
     argv = sys.argv[1:] if args is None else list(args)
     command = argv[0] if argv else None
     if command == "compare":
-        from featlearn.cli import build_cli
-        from featlearn.compare import main as compare_main
+        from featlearn.cli.lightning import build_cli
+        from featlearn.studies.compare import main as compare_main
 
         compare_main(argv[1:], build_cli)
     elif command == "samples":
-        from featlearn.cli import build_cli
-        from featlearn.samples import main as samples_main
+        from featlearn.cli.lightning import build_cli
+        from featlearn.studies.samples import main as samples_main
 
         samples_main(argv[1:], build_cli)
     elif command == "teacher-check":
-        from featlearn.cli import build_cli
-        from featlearn.studies_teacher import main as teacher_check_main
+        from featlearn.cli.lightning import build_cli
+        from featlearn.studies.teacher_check import main as teacher_check_main
 
         teacher_check_main(argv[1:], build_cli)
     elif command == "configs":
         configs_command(argv[1:])
     else:
-        from featlearn.cli import build_cli
+        from featlearn.cli.lightning import build_cli
 
         if command in (None, "-h", "--help"):
             print(

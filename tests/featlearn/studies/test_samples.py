@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import featlearn.studies_trials as trials_module
+import featlearn.studies.trials as trials_module
 from featlearn.cli import build_cli
-from featlearn.samples import (
+from featlearn.studies.samples import (
     SampleSearch,
     apply_scale,
     evaluate_expression,
@@ -20,9 +20,9 @@ from featlearn.samples import (
     load_study,
     samples,
 )
-from featlearn.studies_trials import Launcher, Trial, measure_run, merge_configs, run_trials
+from featlearn.studies.trials import Launcher, Trial, measure_run, merge_configs, run_trials
 
-from ..conftest import CONFIGS  # noqa: TID252
+from ...conftest import CONFIGS  # noqa: TID252
 
 # Glasgow's XOR shrunk: width 2d, batch d log d, 60 % of the seeds to 0.2 test error.
 TINY_STUDY = {

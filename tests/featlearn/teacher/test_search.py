@@ -5,7 +5,7 @@ import pytorch_lightning as pl
 import torch
 
 from featlearn.datamodules import TeacherMixture
-from featlearn.studies_teacher import TeacherCache, TeacherSearch, first_local_minimum
+from featlearn.teacher import TeacherCache, TeacherSearch, first_local_minimum
 
 # Tiny sweeps (three sizes, a few steps) often fall over the whole grid; the warning is tested by name below.
 pytestmark = pytest.mark.filterwarnings("ignore:The teacher's test loss decreases")
@@ -149,7 +149,7 @@ def test_the_user_can_set_the_teachers_size_and_skip_the_sweep(tmp_path):
 
 def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp_path, monkeypatch):
     from featlearn.cli import build_cli
-    from featlearn.studies_teacher import check_teacher_sizes
+    from featlearn.studies.teacher_check import check_teacher_sizes
 
     monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
     config = tmp_path / "digits.yaml"

@@ -11,9 +11,9 @@ import yaml
 
 from featlearn.cli import build_cli
 
-from ..conftest import CONFIGS  # noqa: TID252
-from ..datamodules.image_files import trust_written_files, write_cifar10, write_mnist, write_svhn  # noqa: TID252
-from ..fingerprints import check_fingerprint  # noqa: TID252
+from ...conftest import CONFIGS  # noqa: TID252
+from ...datamodules.image_files import trust_written_files, write_cifar10, write_mnist, write_svhn  # noqa: TID252
+from ...fingerprints import check_fingerprint  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
 OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml"))
@@ -418,7 +418,7 @@ def test_the_teacher_experiment_logs_the_parts_on_one_chart_and_reuses_its_teach
     assert (folder / "teacher_sweep.csv").exists() and (folder / "teacher.json").exists()
     first_teacher = json.loads((folder / "teacher.json").read_text())
     # The second run (another alpha) finds every teacher in the cache.
-    monkeypatch.setattr("featlearn.studies_teacher.TeacherSearch._train", lambda *a, **k: pytest.fail("retrained"))
+    monkeypatch.setattr("featlearn.teacher.search.TeacherSearch._train", lambda *a, **k: pytest.fail("retrained"))
     again = run_cli(tmp_path, *args, "--data.init_args.alpha", "0.25")
     assert json.loads((Path(again.trainer.log_dir) / "teacher.json").read_text())["size"] == first_teacher["size"]
     assert again.datamodule.part_sizes("train") == (3000, 1000)
