@@ -9,6 +9,7 @@ from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
 from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure
+from featlearn.contracts import EvaluationData, GroundTruth
 from featlearn.validation import check_int, check_number, is_int
 
 
@@ -104,7 +105,7 @@ def class_mean_alignment(w: Tensor, means: Tensor, labels: Tensor, a: Tensor | N
 class FeatureAlignment(DiagnosticCallback):
     r"""Logs how the first-layer neurons align with the data model's ground truth, under ``align/``.
 
-    Uses what the data model's ``ground_truth()`` provides:
+    Uses what the data model's ``ground_truth()`` (a :class:`~featlearn.contracts.GroundTruth`) provides:
 
     * ``feature`` (d,), the effective feature sum_{j in A} M_j: ``align/max_cos``
       (the paper's Cos Similarity), ``align/max_cos_neg``, ``align/top_mean_cos``,
@@ -148,6 +149,8 @@ class FeatureAlignment(DiagnosticCallback):
         highlight_cos: Cosine that makes a neuron "aligned" for the colouring.
     """
 
+    data_requirement = EvaluationData
+
     def __init__(
         self,
         cadence: str | int = "log",
@@ -188,14 +191,9 @@ class FeatureAlignment(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        truth = trainer.datamodule.ground_truth() if trainer.datamodule is not None else {}
-        if not ({"feature", "centres", "class_means"} & set(truth)):
-            raise ValueError(
-                f"FeatureAlignment needs a data model whose ground_truth() has 'feature' (such as "
-                f"SparseCoding), 'centres' (GaussianMixture) or 'class_means' (ImageDataModule); "
-                f"{type(trainer.datamodule).__name__} "
-                f"gives {sorted(truth)}. Remove the callback or use such a data model."
-            )
+        data = self.data_model
+        wanted = ("feature", "centres", "class_means")
+        data.ground_truth().require(wanted, "FeatureAlignment", type(data).__name__, any_of=True)
         if self.mds_steps:
             try:
                 import matplotlib  # noqa: F401
@@ -217,7 +215,7 @@ class FeatureAlignment(DiagnosticCallback):
         w = pl_module.first_layer_features()  # (S, p, d), or None: no learned neurons (the NTK)
         if w is None:
             return {}
-        truth = trainer.datamodule.ground_truth()
+        truth = self.data_model.ground_truth()
         a = pl_module.output_weights()  # (S, p) or None
         if self._wants_snapshot(step) or step == self.highlight_step:
             self.snapshots[step] = w[0].to("cpu", torch.float64).clone()
@@ -226,14 +224,14 @@ class FeatureAlignment(DiagnosticCallback):
         per_member = []
         for s, ws in enumerate(w.to(torch.float64)):
             values = {}
-            if "feature" in truth:
-                values.update(feature_alignment(ws, truth["feature"].to(ws), self.top, self.cos_threshold))
-            if "dictionary" in truth and "relevant" in truth:
-                values.update(dictionary_snr(ws, truth["dictionary"].to(ws), truth["relevant"]))
-            if "centres" in truth:
-                values.update(centre_coverage(ws, truth["centres"].to(ws), self.coverage_threshold))
-            if "class_means" in truth:
-                means, labels = truth["class_means"].to(ws), truth["class_mean_labels"]
+            if truth.feature is not None:
+                values.update(feature_alignment(ws, truth.feature.to(ws), self.top, self.cos_threshold))
+            if truth.relevant is not None:
+                values.update(dictionary_snr(ws, truth.dictionary.to(ws), truth.relevant))
+            if truth.centres is not None:
+                values.update(centre_coverage(ws, truth.centres.to(ws), self.coverage_threshold))
+            if truth.class_means is not None:
+                means, labels = truth.class_means.to(ws), truth.class_mean_labels
                 values.update(class_mean_alignment(ws, means, labels, None if a is None else a[s].to(ws)))
             per_member.append(values)
         return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
@@ -242,14 +240,14 @@ class FeatureAlignment(DiagnosticCallback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         if not self.mds_steps or not trainer.is_global_zero or not self.snapshots:
             return
-        truth = {k: v.to("cpu", torch.float64) for k, v in trainer.datamodule.ground_truth().items()}
+        truth = self.data_model.ground_truth().to("cpu", torch.float64)
         highlight = self.snapshots.get(self.highlight_step)
         steps = sorted(s for s in self.snapshots if self._wants_snapshot(s))
         for step in steps:
             figure = self._draw(self.snapshots[step], truth, highlight, step, self.output_signs.get(step))
             self.images[step] = publish_figure(trainer, "align/mds", figure, step, f"mds_step{step}.png")
 
-    def _draw(self, w: Tensor, truth: dict[str, Tensor], highlight: Tensor | None, step: int, signs=None):
+    def _draw(self, w: Tensor, truth: GroundTruth, highlight: Tensor | None, step: int, signs=None):
         """MDS of neurons and ground-truth points: the drawn figure."""
         import matplotlib
 
@@ -257,28 +255,28 @@ class FeatureAlignment(DiagnosticCallback):
         import matplotlib.pyplot as plt
         import numpy as np
 
-        if "feature" in truth:
-            stars = torch.stack([truth["feature"], -truth["feature"]])
+        if truth.feature is not None:
+            stars = torch.stack([truth.feature, -truth.feature])
             star_colours = ["red", "orange"]
             legend = {"red": "+sum_A M_j", "orange": "-sum_A M_j"}
-        elif "centres" in truth:
-            stars = truth["centres"]
-            star_colours = ["red" if lab > 0 else "blue" for lab in truth["centre_labels"].tolist()]
+        elif truth.centres is not None:
+            stars = truth.centres
+            star_colours = ["red" if lab > 0 else "blue" for lab in truth.centre_labels.tolist()]
             legend = {"red": "centre, y=+1", "blue": "centre, y=-1"}
         else:
-            stars = truth["class_means"]
-            star_colours = ["red" if lab > 0 else "blue" for lab in truth["class_mean_labels"].tolist()]
+            stars = truth.class_means
+            star_colours = ["red" if lab > 0 else "blue" for lab in truth.class_mean_labels.tolist()]
             legend = {"red": "class mean, y=+1", "blue": "class mean, y=-1"}
         points = torch.cat([w, stars])  # (p + C, d)
         xy = mds_embedding(points)  # (p + C, 2)
         p = w.shape[0]
         colours = np.array(["lightgray"] * p, dtype=object)
-        if highlight is not None and "feature" in truth:
-            cos = cosines(highlight, truth["feature"].unsqueeze(0)).squeeze(-1)
+        if highlight is not None and truth.feature is not None:
+            cos = cosines(highlight, truth.feature.unsqueeze(0)).squeeze(-1)
             colours[(cos >= self.highlight_cos).numpy()] = "red"
             colours[(-cos >= self.highlight_cos).numpy()] = "orange"
-        elif "centres" in truth:
-            best = cosines(w, truth["centres"]).argmax(dim=1)
+        elif truth.centres is not None:
+            best = cosines(w, truth.centres).argmax(dim=1)
             colours = np.array([star_colours[c] for c in best.tolist()], dtype=object)
         elif signs is not None:  # real data: each neuron by the sign of its output weight
             colours = np.where(signs.numpy() > 0, "red", "blue").astype(object)

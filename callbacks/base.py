@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import abc
+from typing import Any, ClassVar
 
 import pytorch_lightning as pl
 import torch
 
+from featlearn.contracts import require
 from featlearn.validation import check_int, is_int
 
 
@@ -41,12 +43,20 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
     Everything computed is also kept in :attr:`history` (a list of dicts with a
     ``step`` key).
 
+    **The data model.** A diagnostic is handed the run's data model (:meth:`connect_data`,
+    called by :class:`~featlearn.wiring.DataWiring` before the run starts) and reads it as
+    :attr:`data_model`; one that needs a capability names it in :attr:`data_requirement`
+    (a protocol of :mod:`featlearn.contracts`), checked then.
+
     Args:
         cadence: ``"log"`` (log-spaced steps, dense early where the dynamics are
             fast) or a positive integer N (every N steps). The last step is always
             included when ``trainer.max_steps`` is set.
         points_per_decade: Density of the log-spaced cadence.
     """
+
+    #: What the diagnostic needs of the data model (a :mod:`featlearn.contracts` protocol); None: nothing.
+    data_requirement: ClassVar[type | None] = None
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 20) -> None:
         super().__init__()
@@ -58,6 +68,18 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
         self.points_per_decade = points_per_decade
         self.history: list[dict[str, float]] = []
         self._steps: set[int] = set()
+        #: The run's data model, handed over by :meth:`connect_data` (None before, or in a run without one).
+        self.data_model: Any = None
+
+    def connect_data(self, data: Any) -> None:
+        """Receive the run's data model; check :attr:`data_requirement` of it.
+
+        Raises:
+            TypeError: The data model lacks what the diagnostic reads (the message names it).
+        """
+        if self.data_requirement is not None:
+            require(data, self.data_requirement, type(self).__name__)
+        self.data_model = data
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None

@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 import torch
 
 from featlearn.callbacks.pictures import publish_text
+from featlearn.contracts import EvaluationData, missing_members
 from featlearn.validation import check_number
 
 
@@ -45,6 +46,12 @@ class DegenerateRuns(pl.Callback):
         self.loss_growth = loss_growth
         #: Reasons per member after fit (an empty list: the member is fine).
         self.flags: list[list[str]] = []
+        #: The run's data model (:meth:`connect_data`); its test set is where one-class runs show.
+        self.data_model = None
+
+    def connect_data(self, data) -> None:
+        """Receive the run's data model (any kind: without a test set, the one-class check is skipped)."""
+        self.data_model = data
 
     @property
     def degenerate(self) -> list[bool]:
@@ -72,14 +79,13 @@ class DegenerateRuns(pl.Callback):
             logger.log_metrics({"degenerate/members": float(len(flagged))}, step=step)
 
     def _check_one_class(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        data = trainer.datamodule
-        try:
-            x, y = data.eval_set("test")  # (S, n, ...), (S, n)
-        except (AttributeError, RuntimeError, NotImplementedError):
+        data = self.data_model
+        if data is None or missing_members(data, EvaluationData):  # a data model of another kind: no test set
             return
+        x, y = data.eval_set("test")  # (S, n, ...), (S, n)
         if y.shape[-1] == 0:
             return
-        chunk = getattr(data, "eval_batch_size", 65536)
+        chunk = data.eval_batch_size
         predicted = []
         for i in range(0, x.shape[1], chunk):
             f = pl_module.scores(x[:, i : i + chunk].to(pl_module.device))
@@ -97,7 +103,7 @@ class DegenerateRuns(pl.Callback):
                 )
 
     def _check_loss_growth(self, pl_module: pl.LightningModule) -> None:
-        record = getattr(pl_module, "logged_member_losses", None) or {}
+        record = pl_module.logged_member_losses  # every featlearn learner keeps them (featlearn.contracts.Learner)
         if len(record) < 2:
             return
         first_step, last_step = min(record), max(record)

@@ -6,6 +6,7 @@ import pytorch_lightning as pl
 import torch
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.contracts import EvaluationData
 from featlearn.validation import check_choice, check_int
 
 
@@ -28,6 +29,8 @@ class HeldOutAccuracy(DiagnosticCallback):
             ``trainset/train_acc``, ...), the training accuracy of Shi et al.'s tables.
     """
 
+    data_requirement = EvaluationData
+
     def __init__(
         self, cadence: str | int = "log", points_per_decade: int = 20, dense_until: int = 10, split: str = "test"
     ) -> None:
@@ -41,10 +44,7 @@ class HeldOutAccuracy(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        data = trainer.datamodule
-        size = getattr(data, f"{self.split}_size", None)
-        if size is None:  # e.g. a real dataset's test_size: null (all of its test rows)
-            size = data.train_set()[1].shape[-1] if self.split == "train" else data.eval_set(self.split)[1].shape[-1]
+        size = self.data_model.set_size(self.split)
         if not size:
             raise ValueError(
                 f"HeldOutAccuracy(split={self.split!r}) needs data.{self.split}_size > 0, got an empty set."
@@ -54,7 +54,7 @@ class HeldOutAccuracy(DiagnosticCallback):
         return step <= self.dense_until or super().is_due(step)
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
-        data = trainer.datamodule
+        data = self.data_model
         x, y = data.train_set() if self.split == "train" else data.eval_set(self.split)
         loss, error = pl_module.evaluate_dataset(x, y, chunk=data.eval_batch_size)
         accuracy = 100.0 * (1.0 - error)  # (S,)

@@ -7,6 +7,7 @@ import torch
 from torchmetrics.classification import MulticlassAccuracy
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.contracts import ClassPredictor, PartedData, require
 from featlearn.validation import check_int
 
 #: The tags drawn together on one TensorBoard chart (its custom-scalars layout).
@@ -27,15 +28,17 @@ class PartAccuracy(DiagnosticCallback):
     tab, "accuracy by part"), as in Figures 4 and 22-25. The accuracies are torchmetrics
     ``MulticlassAccuracy`` (micro), which reduce correctly across processes.
 
-    The data model must offer ``part_sets(split)``, ``eval_set(split)``,
-    ``member_groups()`` and ``num_classes`` (a :class:`~featlearn.datamodules.TeacherMixture`);
-    the learner, ``predict_classes`` (a :class:`~featlearn.models.MulticlassClassifier`).
+    The data model must be a :class:`~featlearn.contracts.PartedData` (a
+    :class:`~featlearn.datamodules.TeacherMixture`); the learner, a
+    :class:`~featlearn.contracts.ClassPredictor` (a :class:`~featlearn.models.MulticlassClassifier`).
 
     Args:
         cadence: ``"log"`` or every N steps (the last step is always included).
         points_per_decade: Density of the log-spaced cadence.
         dense_until: Also evaluate every step up to this one.
     """
+
+    data_requirement = PartedData
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 10, dense_until: int = 0) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
@@ -44,14 +47,8 @@ class PartAccuracy(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        data = trainer.datamodule
-        missing = [name for name in ("part_sets", "member_groups", "num_classes") if not hasattr(data, name)]
-        if missing or not hasattr(pl_module, "predict_classes"):
-            raise ValueError(
-                "PartAccuracy reads a mixture's parts: it needs a TeacherMixture data model and a "
-                "MulticlassClassifier learner (the data model or learner of this run lacks "
-                f"{', '.join(missing) or 'predict_classes'}). Remove the callback for other runs."
-            )
+        require(pl_module, ClassPredictor, "PartAccuracy", role="learner")
+        data = self.data_model
         self._metrics = {
             name: MulticlassAccuracy(num_classes=data.num_classes, average="micro").to(pl_module.device)
             for name in ("original", "injected", "mixture", "reference")
@@ -79,7 +76,7 @@ class PartAccuracy(DiagnosticCallback):
         return 100.0 * metric.compute()
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
-        data = trainer.datamodule
+        data = self.data_model
         groups, chunk = data.member_groups(), data.eval_batch_size
         parts = data.part_sets("test")
         out = {}

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback, log_spaced_steps
 from featlearn.callbacks.pictures import publish_text
+from featlearn.contracts import EvaluationData
 from featlearn.validation import check_int, check_number, is_number
 
 #: The four cluster directions, in the order used for margins and coverage.
@@ -74,7 +75,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     r"""Logs Glasgow's (2023) phase diagnostics under ``phase/``.
 
     At each cadence step (log-spaced by default), from the network's w (S, p, d) and
-    a (S, p) and the data model's mu_1, mu_2 (``ground_truth()``):
+    a (S, p) and the data model's mu_1, mu_2 (``ground_truth()``, a :class:`~featlearn.contracts.GroundTruth`):
 
     * ``phase/w_sig_*``, ``phase/w_opp_*``, ``phase/w_perp_*``: mean and quantiles over
       neurons of ||w_sig||, ||w_opp||, ||w_perp|| (:func:`neuron_components`).
@@ -118,6 +119,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             ``phase_neurons_step<t>.png`` in the run folder.
     """
 
+    data_requirement = EvaluationData
+
     def __init__(
         self,
         cadence: str | int = "log",
@@ -152,13 +155,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        truth = trainer.datamodule.ground_truth() if trainer.datamodule is not None else {}
-        if "mu_1" not in truth or "mu_2" not in truth:
-            raise ValueError(
-                f"XORPhaseDiagnostics needs a data model whose ground_truth() has 'mu_1' and "
-                f"'mu_2' (such as BooleanXOR); {type(trainer.datamodule).__name__} gives "
-                f"{sorted(truth)}. Remove the callback or use an XOR data model."
-            )
+        data = self.data_model
+        data.ground_truth().require(("mu_1", "mu_2"), "XORPhaseDiagnostics", type(data).__name__)
         if len(self.boundary_steps) != pl_module.ensemble_size:
             self.boundary_steps = [None] * pl_module.ensemble_size
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
@@ -179,12 +177,12 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         return out
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, float]:  # noqa: D102
-        truth = trainer.datamodule.ground_truth()
+        truth = self.data_model.ground_truth()
         w, a = pl_module.first_layer_features(), pl_module.output_weights()  # (S, p, d), (S, p) or None
         metrics: dict[str, Tensor] = {}
         coverage = None
         if w is not None and a is not None:
-            mu_1, mu_2 = truth["mu_1"].to(w.device, w.dtype), truth["mu_2"].to(w.device, w.dtype)
+            mu_1, mu_2 = truth.mu_1.to(w.device, w.dtype), truth.mu_2.to(w.device, w.dtype)
             comp = neuron_components(w, a, mu_1, mu_2)
             for name in ("sig", "opp", "perp"):
                 metrics.update(self._summary_stats(f"w_{name}", comp[name]))
@@ -195,7 +193,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             metrics["phase/coverage_min"] = coverage.min(dim=1).values.mean()
 
         device = pl_module.device
-        mu_1, mu_2 = truth["mu_1"].to(device), truth["mu_2"].to(device)
+        mu_1, mu_2 = truth.mu_1.to(device), truth.mu_2.to(device)
         points, labels = cluster_points(mu_1, mu_2)
         gamma = labels * pl_module.scores(points)  # (S, 4)
         g = pl_module.margin_loss_derivative_abs(gamma)  # (S, 4)
@@ -206,8 +204,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         for k, name in enumerate(CLUSTERS):
             metrics[f"phase/gamma_{name}"] = gamma[:, k].mean()
 
-        if self.evaluate_test and trainer.datamodule.test_size > 0:
-            data = trainer.datamodule
+        data = self.data_model
+        if self.evaluate_test and data.set_size("test"):
             loss, error = pl_module.evaluate_dataset(*data.eval_set("test"), chunk=data.eval_batch_size)
             metrics["phase/test_loss"] = loss.mean()
             metrics["phase/test_error"] = error.mean()

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from featlearn.batches import SetRows, TrainBatch, take_rows
+from featlearn.contracts import GroundTruth
 from featlearn.sampling import distinct_indices
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
@@ -97,13 +98,33 @@ class DataModel(pl.LightningDataModule, abc.ABC):
     def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
         """The validation (``"val"``) or test (``"test"``) set: x (S, n, d), y (S, n)."""
 
-    def ground_truth(self) -> dict[str, Tensor]:
-        """Named ground-truth feature directions, each of shape (d,) or (k, d).
+    def ground_truth(self) -> GroundTruth:
+        """The feature directions the labels depend on, for diagnostics: a :class:`~featlearn.contracts.GroundTruth`.
 
-        Diagnostics look up the names they need (``mu_1`` and ``mu_2`` for XOR). The
-        default is none.
+        Set the fields the distribution has; :class:`~featlearn.contracts.GroundTruth` lists
+        every field, its shape and the observers that read it (``mu_1``/``mu_2`` for
+        ``XORPhaseDiagnostics``; ``feature``, ``centres`` or ``class_means`` for
+        ``FeatureAlignment``). The default sets none: observers that need one say so at fit start.
         """
-        return {}
+        return GroundTruth()
+
+    def set_size(self, split: str) -> int | None:
+        """The number of rows of ``train``, ``val`` or ``test`` (None: online sampling has no training set).
+
+        The default reads the sets' shapes; a data model that knows its sizes without
+        building the sets overrides it.
+
+        Raises:
+            ValueError: ``split`` is none of the three.
+        """
+        if split == "train":
+            try:
+                return int(self.train_set()[1].shape[-1])
+            except RuntimeError:  # online sampling
+                return None
+        if split not in ("val", "test"):
+            raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}.")
+        return int(self.eval_set(split)[1].shape[-1])
 
     def process_constants(self) -> dict[str, float]:
         """Constants of a paper's training process that follow from this data.
@@ -134,6 +155,17 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         if trainer is None:
             return torch.device("cpu")
         return trainer.strategy.root_device
+
+    def stream_generator(
+        self, member: int, stream: int, step: int, device: torch.device | None = None
+    ) -> torch.Generator:
+        """The generator of ``member``'s ``stream`` at ``step`` on ``device`` (default: the training device).
+
+        Seeded from ``(seed + member, stream, step)`` (:mod:`featlearn.seeding`): every draw a
+        data model makes comes from one of these, so member s sees the data of a single run
+        with seed ``seed + s``, whatever the ensemble size, and a resumed run the same draws.
+        """
+        return self._generators.get(self.device if device is None else device, self.seed + member, stream, step)
 
     def shared_views(self, key: str, *tensors: Tensor, build=None) -> tuple[Tensor, ...]:
         """One copy of each tensor (n, ...) on the training device, seen by all S members as (S, n, ...).
@@ -182,7 +214,7 @@ class DataModel(pl.LightningDataModule, abc.ABC):
             return None
         return torch.stack(
             [
-                distinct_indices(n, size, self._generators.get(device, self.seed + s, TRAIN_BATCH, step), device)
+                distinct_indices(n, size, self.stream_generator(s, TRAIN_BATCH, step, device), device)
                 for s in range(self.ensemble_size)
             ]
         )  # (S, B)
@@ -342,7 +374,7 @@ class SyntheticDataModule(DataModel):
     # ------------------------------------------------------------------ drawing
     def draw(self, n: int, member: int, stream: int, step: int, device: torch.device) -> tuple[Tensor, Tensor]:
         """Draw ``n`` samples of ``member``'s ``stream`` at ``step`` (reproducible)."""
-        gen = self._generators.get(device, self.seed + member, stream, step)
+        gen = self.stream_generator(member, stream, step, device)
         x, y = self.sample(n, gen, device)
         self._check_sample(x, y, n)
         return x, y
@@ -386,6 +418,13 @@ class SyntheticDataModule(DataModel):
         if cached is None or cached[0].device != device or cached[0].shape[0] != members:
             self._train_sets = self._draw_members(self.train_size, TRAIN_SET, 0, device)
         return self._train_sets
+
+    def set_size(self, split: str) -> int | None:
+        """``train_size`` (None online), ``val_size`` or ``test_size``, without drawing the sets."""
+        sizes = {"train": self.train_size, "val": self.val_size, "test": self.test_size}
+        if split not in sizes:
+            raise ValueError(f"split must be 'train', 'val' or 'test', got {split!r}.")
+        return sizes[split]
 
     def probe_set(self, n: int) -> tuple[Tensor, Tensor]:
         """A fixed sample to fit a classifier on frozen features: x (S, n', d), y (S, n').

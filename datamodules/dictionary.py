@@ -17,6 +17,7 @@ import abc
 import torch
 from torch import Tensor
 
+from featlearn.contracts import GroundTruth
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.datamodules.sparse_coding_law import (
     HiddenLaw,
@@ -384,12 +385,8 @@ class DictionaryDataModule(SyntheticDataModule):
             x = x + t["noise"] * torch.randn(n, self.d, generator=generator, device=device, dtype=self.dtype)
         return x, y, phi
 
-    def ground_truth(self) -> dict[str, Tensor]:
+    def ground_truth(self) -> GroundTruth:
         """``feature`` = sum_{j in A} M_j (d,), ``dictionary`` = M (d, D), ``relevant`` = A (k,) long."""
         s = self._structure_tensors()
         m, a = s["M"], s["A"]
-        return {
-            "feature": m[:, a].sum(1).to(self.dtype),
-            "dictionary": m.to(self.dtype),
-            "relevant": a.clone(),
-        }
+        return GroundTruth(feature=m[:, a].sum(1).to(self.dtype), dictionary=m.to(self.dtype), relevant=a.clone())

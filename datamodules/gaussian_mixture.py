@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor
 
+from featlearn.contracts import GroundTruth
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.linalg import orthonormal_columns
 from featlearn.sampling import rademacher
@@ -130,15 +131,15 @@ class GaussianMixture(SyntheticDataModule):
         x = eps @ m.T + self.noise_std * torch.randn(n, self.d, generator=generator, device=device, dtype=self.dtype)
         return x, y, eps
 
-    def ground_truth(self) -> dict[str, Tensor]:
+    def ground_truth(self) -> GroundTruth:
         """``centres`` (2^k, d), ``centre_labels`` (2^k,) and ``dictionary`` = M (d, k).
 
         Centre j has signs eps_i = 1 - 2 bit_i(j) and label prod_i eps_i.
         """
         bits = (torch.arange(2**self.k)[:, None] >> torch.arange(self.k)) & 1  # (2^k, k)
         signs = (1 - 2 * bits).to(torch.float64)
-        return {
-            "centres": (signs @ self.M.T).to(self.dtype),
-            "centre_labels": signs.prod(dim=1).to(self.dtype),
-            "dictionary": self.M.to(self.dtype),
-        }
+        return GroundTruth(
+            centres=(signs @ self.M.T).to(self.dtype),
+            centre_labels=signs.prod(dim=1).to(self.dtype),
+            dictionary=self.M.to(self.dtype),
+        )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from featlearn.contracts import GroundTruth
 from featlearn.datamodules.base import DataModel
 from featlearn.datamodules.sources import DEBIAN_FASHION_MNIST, SOURCES, load_source
 from featlearn.seeding import TRAIN_SET, derive_seed
@@ -39,7 +40,7 @@ class ImageSource:
     source: str
     flatten: bool
 
-    def _set_source(
+    def set_source(
         self,
         source: str,
         root: str | None,
@@ -155,7 +156,7 @@ class ImageDataModule(ImageSource, DataModel):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self._set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
+        self.set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
         info = SOURCES[source]
         classes = list(classes) if isinstance(classes, Sequence) and not isinstance(classes, str) else classes
         if (
@@ -199,14 +200,14 @@ class ImageDataModule(ImageSource, DataModel):
         """The validation (``"val"``) or test (``"test"``) rows: x (S, n, ...), y (S, n)."""
         return self._device_split(split)
 
-    def ground_truth(self) -> dict[str, Tensor]:
+    def ground_truth(self) -> GroundTruth:
         """Real data have no ground-truth features: the class-mean directions stand in for them.
 
         ``class_means`` (2, d), the mean preprocessed training input of class c_- and c_+
         (flattened), and ``class_mean_labels`` (2,) = (-1, +1). ``FeatureAlignment``
         marks them in its pictures and measures the neurons against them.
         """
-        return {"class_means": self.class_means().flatten(1), "class_mean_labels": torch.tensor([-1.0, 1.0])}
+        return GroundTruth(class_means=self.class_means().flatten(1), class_mean_labels=torch.tensor([-1.0, 1.0]))
 
     def class_means(self) -> Tensor:
         """The mean preprocessed training input of each class, (2, d) or (2, C, H, W): rows c_-, c_+.

@@ -132,7 +132,7 @@ class TeacherMixture(ImageSource, DataModel):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self._set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
+        self.set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
         self.injected = check_choice("data.injected", injected, INJECTED_SOURCES)
         self.gaussian_covariance = check_choice("data.gaussian_covariance", gaussian_covariance, GAUSSIAN_COVARIANCES)
         self.patch_size = check_int("data.patch_size", patch_size, 1)

@@ -77,7 +77,7 @@ class LabelledTensors(DataModel):
             unlabelled = pool
         else:
             rows = [
-                distinct_indices(m, size, self._generators.get(device, self.seed + s, UNLABELLED_BATCH, step), device)
+                distinct_indices(m, size, self.stream_generator(s, UNLABELLED_BATCH, step, device), device)
                 for s in range(self.ensemble_size)
             ]
             unlabelled = torch.stack([pool[s].index_select(0, r) for s, r in enumerate(rows)])

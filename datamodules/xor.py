@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from featlearn.contracts import GroundTruth
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.linalg import orthonormal_columns
 from featlearn.sampling import rademacher
@@ -97,7 +98,7 @@ class BooleanXOR(SyntheticDataModule):
             x = x @ rot.T
         return x, y
 
-    def ground_truth(self) -> dict[str, Tensor]:
+    def ground_truth(self) -> GroundTruth:
         """``mu_1 = R(e_i - e_j)`` (label +1) and ``mu_2 = R(e_i + e_j)`` (label -1), each (d,)."""
         i, j = self.pair
         mu_1 = torch.zeros(self.dim, dtype=torch.float64)
@@ -105,4 +106,4 @@ class BooleanXOR(SyntheticDataModule):
         mu_2 = mu_1.abs()
         if self.rotate:
             mu_1, mu_2 = self.rotation @ mu_1, self.rotation @ mu_2
-        return {"mu_1": mu_1.to(self.dtype), "mu_2": mu_2.to(self.dtype)}
+        return GroundTruth(mu_1=mu_1.to(self.dtype), mu_2=mu_2.to(self.dtype))

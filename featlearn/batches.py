@@ -94,3 +94,13 @@ def take_rows(values: Tensor, index: Tensor) -> Tensor:
         return base.index_select(0, index.reshape(-1)).view(members, index.shape[1], *rest)
     flat = (index + n * torch.arange(members, device=index.device).unsqueeze(1)).view(-1)  # (S B,) rows of (S n, ...)
     return values.reshape(members * n, *rest).index_select(0, flat).view(members, index.shape[1], *rest)
+
+
+def batch_rows(batch) -> SetRows | None:
+    """The rows a batch says it holds (:attr:`TrainBatch.rows`); None for a plain ``(x, y)`` pair."""
+    return batch.rows if isinstance(batch, TrainBatch) else None
+
+
+def batch_unlabelled(batch) -> Tensor | None:
+    """The unlabelled inputs a batch carries (:attr:`TrainBatch.unlabelled`); None for a plain pair."""
+    return batch.unlabelled if isinstance(batch, TrainBatch) else None

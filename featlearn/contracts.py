@@ -27,13 +27,16 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
-#: Ground-truth fields that come in pairs: a field and the one that must accompany it.
-_PAIRED_FIELDS = (
-    ("mu_1", "mu_2"),
-    ("dictionary", "relevant"),
-    ("centres", "centre_labels"),
-    ("class_means", "class_mean_labels"),
-)
+#: Ground-truth fields that need another: a field -> the one that must accompany it.
+_REQUIRED_WITH = {
+    "mu_1": "mu_2",
+    "mu_2": "mu_1",
+    "relevant": "dictionary",
+    "centres": "centre_labels",
+    "centre_labels": "centres",
+    "class_means": "class_mean_labels",
+    "class_mean_labels": "class_means",
+}
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,9 @@ class GroundTruth:
         feature: (d,) the effective label feature, Shi et al.'s sum_{j in A} M_j. Read by
             ``FeatureAlignment`` (``align/max_cos``: the paper's Cos Similarity, and the
             MDS pictures' stars +-feature) and ``featlearn compare``'s Cos Similarity row.
-        dictionary: (d, D) the dictionary M whose columns are the patterns (with
-            ``relevant``). Read by ``FeatureAlignment`` (``align/snr_*``).
-        relevant: (k,) integer indices A of the class-relevant columns of ``dictionary``.
+        dictionary: (d, D) the dictionary M whose columns are the patterns.
+        relevant: (k,) integer indices A of the class-relevant columns of ``dictionary``
+            (which it needs). With both, ``FeatureAlignment`` logs ``align/snr_*``.
         centres: (C, d) cluster centres of a mixture (with ``centre_labels``). Read by
             ``FeatureAlignment`` (``align/centre_coverage``, Figure 16's stars) and
             ``featlearn compare`` (centres found).
@@ -80,10 +83,9 @@ class GroundTruth:
         for name in self.present():
             if not torch.is_tensor(getattr(self, name)):
                 raise TypeError(f"GroundTruth.{name} must be a tensor, got {type(getattr(self, name)).__name__}.")
-        for first, second in _PAIRED_FIELDS:
-            if (getattr(self, first) is None) != (getattr(self, second) is None):
-                given, missing = (first, second) if getattr(self, second) is None else (second, first)
-                raise ValueError(f"GroundTruth.{given} needs GroundTruth.{missing} too: set both or neither.")
+        for given, needed in _REQUIRED_WITH.items():
+            if getattr(self, given) is not None and getattr(self, needed) is None:
+                raise ValueError(f"GroundTruth.{given} needs GroundTruth.{needed} too: set both.")
         dims = {name: getattr(self, name).shape[-1] for name in self.directions() if getattr(self, name) is not None}
         if len(set(dims.values())) > 1:
             raise ValueError(f"GroundTruth's directions must share the input dimension d, got {dims}.")

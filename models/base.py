@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
+from typing import Any, ClassVar
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
-from featlearn.batches import SetRows
+from featlearn.batches import SetRows, batch_rows
+from featlearn.contracts import EvaluationData, require
 from featlearn.models.losses import LOSSES
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int, check_number
+from featlearn.wiring import DataWiring
 
 
 def _segment_values(schedule: Schedule) -> list[float]:
@@ -41,9 +44,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     independent. The update runs under manual optimization so that the schedules,
     not an optimizer config, define the step.
 
-    A subclass builds its network ``self.net`` (a plain ``nn.Module``), then calls
-    :meth:`_set_groups` with its parameter groups and their rate and decay schedules,
-    and implements :meth:`training_output` and :meth:`scores`.
+    **Writing a learner.** A subclass sets its network ``self.net`` (a plain ``nn.Module``),
+    calls :meth:`set_parameter_groups` with its parameter groups and their rate and decay
+    schedules, and implements :meth:`training_output` and :meth:`scores`. It may override
+    these documented methods (all public; nothing that starts with an underscore):
+    :meth:`training_losses`, :meth:`member_losses`, :meth:`extra_objective`,
+    :meth:`gradient_scale`, :meth:`check_batch`, :meth:`training_update` (with
+    :meth:`apply_update` and :meth:`record_update` for a hand-made update),
+    :meth:`scheduled_values`, :meth:`schedules`, :meth:`connect_data` and the readers below.
+
+    **The data model.** A learner never reads ``trainer.datamodule``: it is handed the run's
+    data model by :meth:`connect_data` (before ``setup``, see :mod:`featlearn.wiring`) and
+    keeps it as :attr:`data_model`. It needs the capabilities in :attr:`data_requirements`
+    (protocols of :mod:`featlearn.contracts`), checked then.
 
     **What observers read.** Diagnostics and commands read a learner only through
     :meth:`scores`, :meth:`evaluate_dataset`, :meth:`first_layer_features` and
@@ -75,6 +88,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             default) is plain SGD, bit for bit.
     """
 
+    #: What the learner needs of its data model (protocols of :mod:`featlearn.contracts`), checked by
+    #: :meth:`connect_data`. A subclass that reads more adds its own.
+    data_requirements: ClassVar[tuple[type, ...]] = (EvaluationData,)
+
     def __init__(
         self,
         loss: str = "logistic",
@@ -93,7 +110,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
         self.ensemble_size = ensemble_size
         self.max_members_logged = max_members_logged
-        self._groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
+        #: The trained parameter groups: name -> (parameters, rate schedule, L2 schedule).
+        self.parameter_groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
+        #: The run's data model, handed over by :meth:`connect_data` (None until then).
+        self.data_model: Any = None
         self.momentum = as_schedule(momentum, "model.momentum")  # values >= 0 checked there
         if any(v >= 1 for v in _segment_values(self.momentum)):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
@@ -118,9 +138,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self._eval_sums: dict[str, tuple[Tensor, Tensor, Tensor]] = {}
 
     # ------------------------------------------------------------------ subclass API
-    def _set_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
-        """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule)."""
-        self._groups = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items() if list(params)}
+    def set_parameter_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
+        """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule); empty ones are dropped."""
+        groups = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items()}
+        self.parameter_groups = {name: group for name, group in groups.items() if group[0]}
 
     @abc.abstractmethod
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
@@ -165,7 +186,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def scheduled_values(self, step: int) -> dict[str, float]:
         """Every scheduled hyperparameter in effect at ``step``, by its log name."""
         values = {}
-        for name, (_, lr, wd) in self._groups.items():
+        for name, (_, lr, wd) in self.parameter_groups.items():
             values[f"lr_{name}"] = lr(step)
             values[f"weight_decay_{name}"] = wd(step)
         if not self.momentum.is_zero:
@@ -176,39 +197,50 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def schedules(self) -> list[Schedule]:
         """All schedules, for the coverage check at fit start."""
-        return [s for _, lr, wd in self._groups.values() for s in (lr, wd)] + [self.momentum, self.class_weighting]
+        groups = [s for _, lr, wd in self.parameter_groups.values() for s in (lr, wd)]
+        return groups + [self.momentum, self.class_weighting]
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """Plain SGD, one group per parameter group; rates (and momentum) are set at every step."""
-        return torch.optim.SGD([{"params": params, "lr": 0.0} for params, _, _ in self._groups.values()], lr=0.0)
+        groups = [{"params": params, "lr": 0.0} for params, _, _ in self.parameter_groups.values()]
+        return torch.optim.SGD(groups, lr=0.0)
+
+    def configure_callbacks(self) -> list:
+        """:class:`~featlearn.wiring.DataWiring`, which hands the data model to this learner and its observers."""
+        return [DataWiring()]
+
+    def connect_data(self, data: Any) -> None:
+        """Receive the run's data model before ``setup``; check it offers :attr:`data_requirements`.
+
+        Also refuses a data model that draws for another ensemble size, before any
+        evaluation or update. None (a run given plain dataloaders) is accepted: the batches
+        are then checked one by one (:meth:`check_batch`).
+
+        Raises:
+            TypeError: The data model lacks a required capability (named in the message).
+            ValueError: Its ensemble size differs from ``model.ensemble_size``.
+        """
+        if data is not None:
+            for capability in self.data_requirements:
+                require(data, capability, type(self).__name__)
+            if data.ensemble_size != self.ensemble_size:
+                raise ValueError(
+                    f"The data model draws {data.ensemble_size} stream(s) (data.ensemble_size) but "
+                    f"model.ensemble_size is {self.ensemble_size}: give both the same ensemble size (the command "
+                    f"line copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
+                )
+        self.data_model = data
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
         self._pending_losses.clear()  # left over only if an earlier fit was interrupted
-        self._check_data_members()
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
         if not self.class_weighting.is_zero and self.positive_rate is None:
             raise ValueError(
                 "model.class_weighting needs Pr[y = +1]: set model.positive_rate, or leave it null with a data "
                 "model whose process_constants() state it (SparseCoding, HiddenRepresentation)."
-            )
-
-    def on_validation_start(self) -> None:  # noqa: D102
-        self._check_data_members()
-
-    def on_test_start(self) -> None:  # noqa: D102
-        self._check_data_members()
-
-    def _check_data_members(self) -> None:
-        """Refuse a data model that draws for another ensemble size, before any evaluation or update."""
-        size = getattr(self.trainer.datamodule, "ensemble_size", None)
-        if size is not None and size != self.ensemble_size:
-            raise ValueError(
-                f"The data model draws {size} stream(s) (data.ensemble_size) but model.ensemble_size is "
-                f"{self.ensemble_size}: give both the same ensemble size (the command line copies "
-                f"model.init_args.ensemble_size into data.init_args.ensemble_size)."
             )
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
@@ -240,18 +272,18 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """One SGD update of every member on its batch x (S, B, d), y (S, B)."""
         x, y = batch
         step = self.global_step + 1
-        self._check_members(x)
+        self.check_batch(x)
         idle = self._idle_parameters(step)
         try:
             for p in idle:
                 p.requires_grad_(False)
-            rows = getattr(batch, "rows", None)
+            rows = batch_rows(batch)
             losses = self.training_losses(self.training_output(x, step, rows), y, step)  # (S,)
             objective = losses.sum()
             extra = self.extra_objective(batch, step)
             if extra is not None:
                 objective = objective + extra
-            for params, _, wd in self._groups.values():
+            for params, _, wd in self.parameter_groups.values():
                 lam = wd(step)
                 if lam:
                     objective = objective + lam * sum((p * p).sum() for p in params)
@@ -259,11 +291,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             optimizer.zero_grad(set_to_none=True)
             if objective.requires_grad:  # False when every group is idle at this step
                 self.manual_backward(objective)
-            self._step_optimizer(optimizer, step)  # also with nothing to train: it counts the step
+            self.apply_update(optimizer, step)  # also with nothing to train: it counts the step
         finally:
             for p in idle:
                 p.requires_grad_(True)
-        self._after_update(losses.detach(), step, batch_size=x.shape[1])
+        self.record_update(losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
 
     def _idle_parameters(self, step: int) -> list[nn.Parameter]:
@@ -280,9 +312,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             return []
         if self._world_size > 1:  # DDP waits for a gradient of every parameter it was given
             return []
-        return [p for params, lr, _ in self._groups.values() if lr(step) == 0 for p in params]
+        return [p for params, lr, _ in self.parameter_groups.values() if lr(step) == 0 for p in params]
 
-    def _check_members(self, x: Tensor) -> None:
+    def check_batch(self, x: Tensor) -> None:
         """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
         if x.shape[0] != self.ensemble_size:
             raise ValueError(
@@ -291,10 +323,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                 f"copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
             )
 
-    def _step_optimizer(self, optimizer, step: int) -> None:
+    def apply_update(self, optimizer, step: int) -> None:
         """Set every group's rate c * eta_g(step) and take the SGD step on the gradients in place."""
         scale, momentum = self.gradient_scale(), self.momentum(step)
-        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self._groups.values(), strict=True):
+        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self.parameter_groups.values(), strict=True):
             group["lr"] = scale * lr(step)
             group["momentum"] = momentum
         optimizer.step()
@@ -323,14 +355,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     #: The most updates whose losses wait for a divergence check (bounds their memory).
     _CHECK_EVERY = 256
 
-    def _after_update(self, losses: Tensor, step: int, batch_size: int) -> None:
+    def record_update(self, losses: Tensor, step: int, batch_size: int) -> None:
         """Keep the losses (S,) for the divergence check and log on Lightning's cadence."""
         if not self._pending_losses:
             self._pending_from = step
         self._pending_losses.append(losses)
         log_step = step % self.trainer.log_every_n_steps == 0
         if log_step or len(self._pending_losses) >= self._CHECK_EVERY:
-            self._raise_if_diverged()
+            self.raise_if_diverged()
         if log_step or step == 1:  # with W processes: the losses of the whole batch, W times this part's
             losses = self._across_processes(losses)
             self.logged_member_losses[step] = losses.detach().float().cpu()
@@ -338,13 +370,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             self._log_train(losses, step, batch_size=batch_size * self._world_size)
 
     def on_train_end(self) -> None:  # noqa: D102
-        self._raise_if_diverged()
+        self.raise_if_diverged()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Refuse to checkpoint weights a pending loss shows to have diverged."""
-        self._raise_if_diverged()
+        self.raise_if_diverged()
 
-    def _raise_if_diverged(self) -> None:
+    def raise_if_diverged(self) -> None:
         """Raise at the first pending update whose loss is NaN or infinite; clear the pending losses."""
         if not self._pending_losses:
             return

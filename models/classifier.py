@@ -9,9 +9,10 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows
 from featlearn.models.base import ScheduledSGDModule
+from featlearn.models.linearize import Linearized
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import INIT, derive_seed
-from featlearn.validation import check_int
+from featlearn.validation import check_bool, check_int
 
 
 def initialised_copies(network: nn.Module, seed: int, count: int) -> nn.ModuleList:
@@ -63,7 +64,11 @@ class NetworkEnsemble(ScheduledSGDModule):
     parameter group with rate, decay and momentum schedules, updates in training mode,
     every evaluation (:meth:`scores`) in evaluation mode (batch norm on its running
     statistics, so diagnostics never move them), and the networks' convolutions as
-    :meth:`filter_banks`. A subclass states the loss and :meth:`_outputs`.
+    :meth:`filter_banks`. A subclass states the loss and :meth:`network_outputs`.
+
+    With ``linearize``, each member is the lazy version of its network,
+    :class:`~featlearn.models.linearize.Linearized` at its initialisation: the NTK
+    baseline of any network (FC(m), ResNet(m), a user's own), trained by the same schedules.
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class NetworkEnsemble(ScheduledSGDModule):
         seed: int | None,
         max_members_logged: int,
         loss: str = "logistic",
+        linearize: bool = False,
     ) -> None:
         super().__init__(
             loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
@@ -83,20 +89,30 @@ class NetworkEnsemble(ScheduledSGDModule):
         if not isinstance(network, nn.Module):
             raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
         self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
-        self.net = initialised_copies(network, self.seed, ensemble_size)
+        self.linearize = check_bool("model.linearize", linearize)
+        members = initialised_copies(network, self.seed, ensemble_size)
+        # Lazy: member s is its network's linearisation at its initialisation (theta_0 frozen inside).
+        self.net = nn.ModuleList(Linearized(m) for m in members) if linearize else members
         params = [p for p in self.net.parameters() if p.requires_grad]
-        self._set_groups(
+        self.set_parameter_groups(
             {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
         )
 
-    def _outputs(self, x: Tensor) -> Tensor:
-        """Every member's outputs on its inputs x (S, B, ...)."""
+    def member_network(self, member: int) -> nn.Module:
+        """Member ``member``'s own network (a copy of the one the learner was given; its trained parameters).
+
+        For a linearised learner, the network whose parameters theta the lazy model trains.
+        """
+        return self.net[member].base if self.linearize else self.net[member]
+
+    def network_outputs(self, x: Tensor) -> Tensor:
+        """Every member's outputs on its inputs x (S, B, ...): what a subclass states."""
         raise NotImplementedError
 
     def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
         """Every ``nn.Conv2d`` of member ``member`` by module name: (out_channels, in_channels * kh * kw)."""
         banks = {}
-        for name, module in self.net[member].named_modules():
+        for name, module in self.member_network(member).named_modules():
             if isinstance(module, nn.Conv2d):
                 weight = module.weight
                 value = weight.grad if gradients else weight
@@ -106,15 +122,15 @@ class NetworkEnsemble(ScheduledSGDModule):
         return banks or None
 
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:  # noqa: D102
-        return self._outputs(x)
+        return self.network_outputs(x)
 
     def scores(self, x: Tensor) -> Tensor:
         """The outputs in evaluation mode (batch norm on its running statistics)."""
-        self._check_members(x)  # the training update checks its batches itself
+        self.check_batch(x)  # the training update checks its batches itself
         was_training = self.net.training
         self.net.eval()
         try:
-            return self._outputs(x)
+            return self.network_outputs(x)
         finally:
             self.net.train(was_training)
 
@@ -148,6 +164,8 @@ class ModuleClassifier(NetworkEnsemble):
         ensemble_size: S independent copies trained together.
         seed: Initialisation seed; default: the global seed.
         max_members_logged: Per-member curves are logged when S is at most this.
+        linearize: Train the network's linearisation at its initialisation instead (the
+            NTK baseline of this network: :class:`~featlearn.models.linearize.Linearized`).
     """
 
     def __init__(
@@ -160,11 +178,14 @@ class ModuleClassifier(NetworkEnsemble):
         ensemble_size: int = 1,
         seed: int | None = None,
         max_members_logged: int = 8,
+        linearize: bool = False,
     ) -> None:
-        super().__init__(network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, loss=loss)
+        super().__init__(
+            network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, loss=loss, linearize=linearize
+        )
         self.save_hyperparameters(ignore=["network"])
 
-    def _outputs(self, x: Tensor) -> Tensor:
+    def network_outputs(self, x: Tensor) -> Tensor:
         """G_s(x_s) for every member: x (S, B, ...) -> (S, B)."""
         scores = member_outputs(self.net, x)  # (S, B, outputs)
         if scores.shape[2] != 1:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from featlearn.batches import TrainBatch
+from featlearn.batches import TrainBatch, batch_rows
+from featlearn.models.linearize import Linearized
 from featlearn.models.networks import LinearizedTwoLayerNetwork, TwoLayerNetwork
 from featlearn.models.two_layer import TwoLayerNet
 from featlearn.validation import check_choice, check_int
@@ -13,6 +14,8 @@ from featlearn.validation import check_choice, check_int
 #: ``linear``: train theta (cost about two forward passes); ``kernel``: train the dual
 #: coefficients against the n x n tangent-kernel matrices of the training set.
 FORMS = ("linear", "kernel")
+#: How the linear form's tangent term is computed (the same predictor either way).
+JACOBIANS = ("closed_form", "autodiff")
 
 
 class LinearizedTwoLayerNet(TwoLayerNet):
@@ -33,20 +36,36 @@ class LinearizedTwoLayerNet(TwoLayerNet):
     predictions equal the linear form's step for step; it exists to study the kernel
     itself (:meth:`ntk`). It needs a finite training set, no L2 term and no noise.
 
+    ``jacobian: autodiff`` computes the linear form with the generic transform
+    :class:`~featlearn.models.linearize.Linearized` (``torch.func.jvp``) instead of the
+    closed form: the same predictor for any network, kept here to check one against the other.
+
     Args:
         *args: :class:`TwoLayerNet`'s arguments.
         form: ``linear`` (train theta) or ``kernel`` (train the dual coefficients).
+        jacobian: ``closed_form`` (:class:`~featlearn.models.networks.LinearizedTwoLayerNetwork`,
+            the default: faster) or ``autodiff`` (:class:`~featlearn.models.linearize.Linearized`).
         kernel_max_samples: Largest training set the kernel form accepts (memory:
             up to 3 S n^2 floats).
         **kwargs: :class:`TwoLayerNet`'s keyword arguments.
     """
 
-    def __init__(self, *args, form: str = "linear", kernel_max_samples: int = 5000, **kwargs) -> None:
+    def __init__(
+        self, *args, form: str = "linear", jacobian: str = "closed_form", kernel_max_samples: int = 5000, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.form = check_choice("model.form", form, FORMS)
+        self.jacobian = check_choice("model.jacobian", jacobian, JACOBIANS)
+        if jacobian == "autodiff":
+            if form == "kernel":
+                raise ValueError(
+                    "model.form: kernel needs the closed form's kernel blocks: set model.jacobian: closed_form "
+                    "(or use form: linear)."
+                )
+            self.net = Linearized(self.two_layer)  # the same base network, expanded by torch.func
         self.kernel_max_samples = check_int("model.kernel_max_samples", kernel_max_samples, 1)
         if form == "kernel":
-            nonzero = [name for name, (_, _, wd) in self._groups.items() if not wd.is_zero]
+            nonzero = [name for name, (_, _, wd) in self.parameter_groups.items() if not wd.is_zero]
             if nonzero:
                 raise ValueError(
                     f"model.form: kernel trains the dual coefficients, where an L2 term on theta has no "
@@ -69,8 +88,14 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         return self.net.base
 
     def ntk(self, x1: Tensor, x2: Tensor) -> Tensor:
-        """The neural tangent kernel at initialisation over the trained parameter groups: (S, n1, n2)."""
-        return self.net.ntk(x1, x2, tuple(self._groups))
+        """The neural tangent kernel at initialisation over the trained parameter groups: (S, n1, n2).
+
+        Raises:
+            ValueError: With ``jacobian: autodiff`` (the kernel blocks are the closed form's).
+        """
+        if self.jacobian != "closed_form":
+            raise ValueError("LinearizedTwoLayerNet.ntk needs model.jacobian: closed_form (its kernel blocks).")
+        return self.net.ntk(x1, x2, tuple(self.parameter_groups))
 
     # ------------------------------------------------------------------ kernel form
     def setup(self, stage: str) -> None:
@@ -89,8 +114,8 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 f"model.form: kernel trains in one process only (this run has {self.trainer.world_size}): "
                 f"use form: linear (the same predictor) with several processes."
             )
-        data = self.trainer.datamodule
-        n = getattr(data, "train_size", None)
+        data = self.data_model
+        n = None if data is None else data.set_size("train")
         if n is None or n > self.kernel_max_samples:
             raise ValueError(
                 f"model.form: kernel needs a finite training set of at most model.kernel_max_samples = "
@@ -105,13 +130,13 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             blocks = self.net.ntk_blocks(x, x)
             f0 = self.net.initial_output(x)  # (S, n)
         groups = {}
-        for name, (_, lr, wd) in self._groups.items():
+        for name, (_, lr, wd) in self.parameter_groups.items():
             self.register_buffer(f"gram_{name}", blocks[name], persistent=False)  # (S, n, n)
             self.alpha[name] = nn.Parameter(torch.zeros(self.ensemble_size, n, device=x.device))
             groups[name] = ([self.alpha[name]], lr, wd)
         self.register_buffer("f0_train", f0, persistent=False)
         self.register_buffer("x_train", x, persistent=False)
-        self._set_groups(groups)
+        self.set_parameter_groups(groups)
 
     def _kernel_train_scores(self) -> Tensor:
         """F on every training sample: f0 + sum_g K_g alpha_g, (S, n)."""
@@ -142,8 +167,8 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             return super().training_update(batch)
         x, y = batch
         step = self.global_step + 1
-        self._check_members(x)
-        rows = getattr(batch, "rows", None)
+        self.check_batch(x)
+        rows = batch_rows(batch)
         if rows is None or rows.inputs.shape != self.x_train.shape:
             raise ValueError(
                 "model.form: kernel trains on rows of the finite training set its Gram matrices were built "
@@ -159,8 +184,8 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         optimizer = self.optimizers()
         for alpha in self.alpha.values():
             alpha.grad = dl_df.clone() if idx is None else torch.zeros_like(alpha).scatter_add_(1, idx, dl_df)
-        self._step_optimizer(optimizer, step)
-        self._after_update(losses.detach(), step, batch_size=x.shape[1])
+        self.apply_update(optimizer, step)
+        self.record_update(losses.detach(), step, batch_size=x.shape[1])
         return losses.sum().detach()
 
     # ------------------------------------------------------------------ outputs

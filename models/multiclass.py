@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from featlearn.batches import batch_unlabelled
+from featlearn.contracts import ClassData, EvaluationData
 from featlearn.models.classifier import NetworkEnsemble, member_outputs
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.validation import check_int, check_number
@@ -76,7 +78,10 @@ class MulticlassClassifier(NetworkEnsemble):
         ensemble_size: S independent copies trained together.
         seed: Initialisation seed; default: the global seed.
         max_members_logged: Per-member curves are logged when S is at most this.
+        linearize: Train the network's linearisation at its initialisation (its NTK regime).
     """
+
+    data_requirements = (EvaluationData, ClassData)
 
     def __init__(
         self,
@@ -90,8 +95,11 @@ class MulticlassClassifier(NetworkEnsemble):
         ensemble_size: int = 1,
         seed: int | None = None,
         max_members_logged: int = 8,
+        linearize: bool = False,
     ) -> None:
-        super().__init__(network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged)
+        super().__init__(
+            network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, linearize=linearize
+        )
         self.num_classes = check_int("model.num_classes", num_classes, 2)
         self.entropy_weight = float(check_number("model.entropy_weight", entropy_weight, 0.0))
         self.regularizer_weight = as_schedule(regularizer_weight, "model.regularizer_weight")
@@ -100,7 +108,7 @@ class MulticlassClassifier(NetworkEnsemble):
         self.save_hyperparameters(ignore=["network"])
 
     # ------------------------------------------------------------------ outputs
-    def _outputs(self, x: Tensor) -> Tensor:
+    def network_outputs(self, x: Tensor) -> Tensor:
         """Logits of every member: x (S, B, ...) -> (S, B, C)."""
         logits = member_outputs(self.net, x)
         if logits.shape[2] != self.num_classes:
@@ -131,13 +139,13 @@ class MulticlassClassifier(NetworkEnsemble):
         weight = self.regularizer_weight(step)
         if not weight:
             return None
-        unlabelled = getattr(batch, "unlabelled", None)
+        unlabelled = batch_unlabelled(batch)
         if unlabelled is None:
             raise ValueError(
                 f"model.regularizer_weight is {weight:g} at step {step} but the data model's batches carry no "
                 f"unlabelled inputs: give the data model an unlabelled set, or set model.regularizer_weight: 0."
             )
-        return weight * balance_entropy_regularizer(self._outputs(unlabelled), self.entropy_weight).sum()
+        return weight * balance_entropy_regularizer(self.network_outputs(unlabelled), self.entropy_weight).sum()
 
     def scheduled_values(self, step: int) -> dict[str, float]:  # noqa: D102
         values = super().scheduled_values(step)
@@ -148,10 +156,10 @@ class MulticlassClassifier(NetworkEnsemble):
     def schedules(self):  # noqa: D102
         return super().schedules() + [self.regularizer_weight]
 
-    def on_fit_start(self) -> None:
-        """Also refuse a data model with another number of classes, before the first step."""
-        super().on_fit_start()
-        classes = getattr(self.trainer.datamodule, "num_classes", None)
+    def connect_data(self, data) -> None:
+        """Also refuse a data model with another number of classes, before anything runs."""
+        super().connect_data(data)
+        classes = None if data is None else data.num_classes
         if classes is not None and classes != self.num_classes:
             raise ValueError(
                 f"The data model has {classes} classes but model.num_classes is {self.num_classes}: set "

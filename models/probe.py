@@ -6,6 +6,7 @@ import torch
 from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor, nn
 
+from featlearn.contracts import EvaluationData, ProbeData
 from featlearn.models.two_layer import TwoLayerNet
 from featlearn.validation import check_int, check_number
 
@@ -57,6 +58,8 @@ class SteppedFeatureProbe(TwoLayerNet):
         **kwargs: :class:`TwoLayerNet`'s keyword arguments.
     """
 
+    data_requirements = (EvaluationData, ProbeData)
+
     def __init__(
         self,
         *args,
@@ -83,7 +86,7 @@ class SteppedFeatureProbe(TwoLayerNet):
         """The update(s) of the process; after the last one (step k), fit the probe."""
         out = super().training_step(batch, batch_idx)
         if self.global_step >= self.trainer.max_steps:
-            self._raise_if_diverged()  # no probe on NaN features
+            self.raise_if_diverged()  # no probe on NaN features
             self.fit_probe(self.global_step)
         return out
 
@@ -110,8 +113,7 @@ class SteppedFeatureProbe(TwoLayerNet):
         Returns:
             The summary also kept in :attr:`probe_report` and logged under ``probe/``.
         """
-        datamodule = self.trainer.datamodule
-        x, y = datamodule.probe_set(self.probe_samples)  # (S, n, d), (S, n)
+        x, y = self.data_model.probe_set(self.probe_samples)  # (S, n, d), (S, n)
         u, mu, sd = self._standardised_features(x)
         y = y.double()
         v, c, solver = logistic_regression(u, y, self.probe_l2, self.probe_tol, self.probe_max_iter)

@@ -161,7 +161,7 @@ class TwoLayerNet(ScheduledSGDModule):
             groups["a"] = ([base.a], rate(lr_a, "lr_a"), as_schedule(weight_decay_a, "model.weight_decay_a"))
         else:
             base.a.requires_grad_(False)
-        self._set_groups(groups)
+        self.set_parameter_groups(groups)
         self.noise_std = as_schedule(noise_std, "model.noise_std")
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
         self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
@@ -239,9 +239,9 @@ class TwoLayerNet(ScheduledSGDModule):
             cache = self._z_cache = _PreactivationCache(rows.inputs, net)
         return cache.lookup(rows.index)
 
-    def _check_members(self, x: Tensor) -> None:
+    def check_batch(self, x: Tensor) -> None:
         """Also refuse inputs that are not vectors of this network's d (e.g. images left unflattened)."""
-        super()._check_members(x)
+        super().check_batch(x)
         if x.dim() != 3 or x.shape[-1] != self.two_layer.input_dim:
             raise ValueError(
                 f"The two-layer network takes inputs x of shape (S, B, d) with d = model.input_dim = "
@@ -258,7 +258,7 @@ class TwoLayerNet(ScheduledSGDModule):
         members, n, _ = rows.inputs.shape
         if members * n * self.width * rows.inputs.element_size() > self.preactivation_cache_mb * 2**20:
             return False
-        first_layer_rates = [lr for name, (_, lr, _) in self._groups.items() if name in ("w", "b")]
+        first_layer_rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
         frozen_through = min((lr.zero_through(step) for lr in first_layer_rates), default=math.inf)
         try:
             max_steps = self.trainer.max_steps

@@ -36,8 +36,8 @@ from featlearn.studies.compare import compare
 from featlearn.studies.samples import samples
 
 from .conftest import CONFIGS, grouped
-from .featlearn.test_cli import OVERLAYS, overlay_base
-from .featlearn.test_compare import TINY
+from .featlearn.cli.test_lightning import OVERLAYS, overlay_base
+from .featlearn.studies.test_compare import TINY
 
 pytestmark = [
     pytest.mark.cuda,
@@ -270,7 +270,7 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
 
 
 def test_samples_study_runs_on_the_gpu(tmp_path, evaluations):
-    from .featlearn.test_samples import TINY_STUDY
+    from .featlearn.studies.test_samples import TINY_STUDY
 
     study = {**TINY_STUDY, "base": {**TINY_STUDY["base"], "trainer": {**TINY_STUDY["base"]["trainer"]}}}
     study["base"]["trainer"]["accelerator"] = "gpu"

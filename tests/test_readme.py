@@ -1,6 +1,11 @@
 """The README's Python examples run as written."""
 
+import os
 import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 from .conftest import REPO, grouped
 
@@ -25,4 +30,24 @@ def test_data_model_example_is_a_working_subclass(tmp_path, fit):
     data = namespace["Majority"](dim=8, batch_size=64)
     model = TwoLayerNet(data.input_dim, **grouped(16, lr=0.5, seed=0))
     fit(model, data, 5)
-    assert data.ground_truth()["direction"].shape == (8,)
+    assert data.ground_truth().feature.shape == (8,)
+
+
+def bash_blocks():
+    return re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+
+
+def test_data_model_example_runs_through_the_console_script_from_its_folder(tmp_path):
+    """The README's recipe as a new user types it: my_data.py in a folder, `featlearn fit` run there."""
+    (tmp_path / "my_data.py").write_text(python_blocks()[1])
+    command = next(block for block in bash_blocks() if "my_data.Majority" in block)
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[0] == "featlearn"
+    script = Path(sys.executable).parent / "featlearn"  # the installed console script, not python -m
+    small = ["--trainer.max_steps", "4", "--model.init_args.network.width", "16", "--data.init_args.val_size", "0"]
+    small += ["--trainer.logger.init_args.save_dir", str(tmp_path / "runs"), "--trainer.enable_progress_bar", "false"]
+    env = {**os.environ, "PYTHONPATH": ""}  # nothing but the console script's own path finds my_data
+    done = subprocess.run([str(script), *argv[1:], *small], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    pictures = sorted(p.name for p in (tmp_path / "runs").rglob("mds_step*.png"))
+    assert pictures == ["mds_step0.png", "mds_step1.png", "mds_step2.png", "mds_step4.png"]

@@ -33,6 +33,7 @@ import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
 from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
+from featlearn.contracts import Relabelable  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
 
 #: Process constants a learner may leave null for the data model to fill:
@@ -105,7 +106,7 @@ class FeatlearnCLI(LightningCLI):
         config = self.config_init.get(self.subcommand, self.config_init)
         teacher = config.get("teacher")
         data = self.datamodule
-        takes_labels = hasattr(data, "relabel")
+        takes_labels = isinstance(data, Relabelable)
         if teacher is None:
             if takes_labels and not data.is_labelled:
                 raise ValueError(

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -46,8 +47,20 @@ def configs_command(argv: list[str]) -> None:
         print(f"wrote {dest} (run it with: featlearn fit --config {dest})")
 
 
+def use_working_folder() -> None:
+    """Put the working folder first on ``sys.path``, as ``python -m featlearn`` does.
+
+    So ``--data my_data.Majority`` finds ``./my_data.py`` whichever way featlearn is
+    started: a console script's ``sys.path`` starts with the script's own folder instead.
+    """
+    here = os.getcwd()
+    if not any(entry in ("", ".", here) for entry in sys.path):
+        sys.path.insert(0, here)
+
+
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``featlearn`` console script and ``python -m featlearn``."""
+    use_working_folder()
     argv = sys.argv[1:] if args is None else list(args)
     command = argv[0] if argv else None
     if command == "compare":

@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from featlearn.contracts import Relabelable
 from featlearn.teacher import first_local_minimum
 
 
@@ -60,7 +61,7 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
     finally:
         sys.argv = argv_before
     search, data = cli.config_init.get("teacher"), cli.datamodule
-    if search is None or not hasattr(data, "relabel"):
+    if search is None or not isinstance(data, Relabelable):
         raise ValueError("featlearn teacher-check needs a config with a `teacher:` section and a TeacherMixture.")
     student_sizes = sizes(args.student_sizes, "--student-sizes") if args.student_sizes else list(search.sizes)
     if len(student_sizes) < 3:

@@ -204,19 +204,19 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
     result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
     result["val_acc"] = None
-    val = data.eval_set("val") if getattr(data, "val_size", 0) else None
+    val = data.eval_set("val") if data.set_size("val") else None
     if val is not None and val[1].shape[-1]:  # what compare tunes on
         _, val_error = model.evaluate_dataset(*val, chunk=chunk)
         result["val_acc"] = (100.0 * (1.0 - val_error)).tolist()
     result["train_acc"] = None
-    if data.train_size is not None:
+    if data.set_size("train") is not None:
         _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
     checks = [callback for callback in trainer.callbacks if isinstance(callback, DegenerateRuns)]
     result["degenerate"] = checks[0].degenerate if checks else None
     features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets
     truths = data.ground_truth()
-    truth, centres = truths.get("feature"), truths.get("centres")
+    truth, centres = truths.feature, truths.centres
     result["cos_similarity"] = result["centre_coverage"] = None
     if features is not None and truth is not None:
         with torch.no_grad():

@@ -257,7 +257,7 @@ class TeacherSearch:
             if result is None:
                 learner = self._train(data, num_classes, width, self.seeds, self.steps, regularize=False)
                 losses, accuracies = self._test_losses(learner, data)
-                parameters = sum(p.numel() for p in learner.net[0].parameters())
+                parameters = sum(p.numel() for p in learner.member_network(0).parameters())
                 result = {"size": width, "parameters": parameters, "test_loss": losses, "test_acc": accuracies}
                 self.cache.store("sweep", spec, "result.json", result)
             rows.append(result)
@@ -286,7 +286,7 @@ class TeacherSearch:
             except (RuntimeError, KeyError) as error:
                 warnings.warn(f"Cached teacher of width {width} does not load ({error}): retraining it.", stacklevel=2)
         learner = self._train(data, num_classes, width, 1, self.final_steps, regularize=True)
-        trained = copy.deepcopy(learner.net[0]).eval()
+        trained = copy.deepcopy(learner.member_network(0)).eval()
         self.cache.store("teacher", spec, "weights.pt", trained.state_dict())
         return trained
 

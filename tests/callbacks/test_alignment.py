@@ -82,7 +82,7 @@ def test_callback_logs_direct_values_and_draws_mds_pictures(fit, tmp_path):
     last = cb.history[-1]
     truth = dm.ground_truth()
     expected = torch.stack(
-        [feature_alignment(ws.double(), truth["feature"].double(), 10, 0.99)["max_cos"] for ws in model.net.w.detach()]
+        [feature_alignment(ws.double(), truth.feature.double(), 10, 0.99)["max_cos"] for ws in model.net.w.detach()]
     ).mean()
     assert last["align/max_cos"] == pytest.approx(float(expected))
     assert {"align/snr_median", "align/relevant_frac_mean", "align/frac_above_neg"} <= set(last)
@@ -106,7 +106,7 @@ def test_gaussian_mixture_coverage_and_picture(fit):
 
 
 def test_refuses_a_data_model_without_features(fit):
-    with pytest.raises(ValueError, match="needs a data model whose ground_truth"):
+    with pytest.raises(ValueError, match="FeatureAlignment reads GroundTruth.feature or centres or class_means"):
         fit(
             TwoLayerNet(6, **grouped(4, lr=0.1, seed=0)),
             BooleanXOR(dim=6, batch_size=8),
@@ -167,7 +167,7 @@ def test_real_images_get_class_mean_metrics_and_pictures_coloured_by_output_sign
     truth = dm.ground_truth()
     expected = torch.stack(
         [
-            class_mean_alignment(ws.double(), truth["class_means"].double(), truth["class_mean_labels"], a.double())[
+            class_mean_alignment(ws.double(), truth.class_means.double(), truth.class_mean_labels, a.double())[
                 "class_mean_sign_agreement"
             ]
             for ws, a in zip(model.net.w.detach(), model.net.a.detach(), strict=True)

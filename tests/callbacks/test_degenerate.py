@@ -21,14 +21,23 @@ class FakeLearner:
 
 def run(outputs, labels, losses=None, **kwargs):
     inputs = outputs.unsqueeze(-1) if outputs.dim() == 2 else outputs
-    data = SimpleNamespace(eval_set=lambda split: (inputs, labels), eval_batch_size=7)
+    # What DegenerateRuns may ask of a data model: featlearn.contracts.EvaluationData.
+    data = SimpleNamespace(
+        eval_set=lambda split: (inputs, labels),
+        eval_batch_size=7,
+        ensemble_size=outputs.shape[0],
+        train_set=None,
+        set_size=None,
+        ground_truth=None,
+    )
     written = []
     logger = SimpleNamespace(
         experiment=SimpleNamespace(add_text=lambda tag, text, global_step: written.append((tag, text))),
         log_metrics=lambda metrics, step: written.append(metrics),
     )
-    trainer = SimpleNamespace(datamodule=data, is_global_zero=True, loggers=[logger], global_step=50)
+    trainer = SimpleNamespace(is_global_zero=True, loggers=[logger], global_step=50)
     check = DegenerateRuns(**kwargs)
+    check.connect_data(data)
     check.on_train_end(trainer, FakeLearner(outputs.shape[0], losses or {}))
     return check, written
 

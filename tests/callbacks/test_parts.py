@@ -47,7 +47,11 @@ def test_the_callback_refuses_a_data_model_without_parts(fit):
 
     x, y = torch.randn(20, 4), torch.arange(20) % 2
     data = LabelledTensors((x, y), (x, y), num_classes=2, batch_size=4)
-    with pytest.raises(ValueError, match="TeacherMixture"):
+    with pytest.raises(
+        TypeError,
+        match="PartAccuracy needs a data model that is a featlearn.contracts.PartedData.*"
+        "LabelledTensors lacks part_sets, member_groups.*TeacherMixture",
+    ):
         fit(MulticlassClassifier(QuadraticFC(4, 2, 2), num_classes=2, lr=0.1), data, 1, callbacks=[PartAccuracy()])
 
 

@@ -28,14 +28,14 @@ def test_components_match_table_1(rotate):
     mu = dm.ground_truth()
     gen = torch.Generator().manual_seed(0)
     w, a = torch.randn(2, 9, 7, generator=gen), torch.randn(2, 9, generator=gen)
-    comp = neuron_components(w, a, mu["mu_1"], mu["mu_2"])
+    comp = neuron_components(w, a, mu.mu_1, mu.mu_2)
     for s in range(2):
-        brute = brute_components(w[s], a[s], mu["mu_1"], mu["mu_2"])
+        brute = brute_components(w[s], a[s], mu.mu_1, mu.mu_2)
         torch.testing.assert_close(comp["sig"][s].double(), brute[:, 0], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(comp["opp"][s].double(), brute[:, 1], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(comp["perp"][s].double(), brute[:, 2], rtol=1e-5, atol=1e-6)
         # cluster: the centre that w_sig points to has positive inner product with w
-        centres = torch.stack([mu["mu_1"], -mu["mu_1"], mu["mu_2"], -mu["mu_2"]])
+        centres = torch.stack([mu.mu_1, -mu.mu_1, mu.mu_2, -mu.mu_2])
         for j in range(9):
             assert centres[comp["cluster"][s, j]] @ w[s, j] > 0
             assert (comp["cluster"][s, j] < 2) == bool(a[s, j] >= 0)
@@ -68,7 +68,7 @@ def test_logged_values_match_direct_computation(fit):
     assert [h["step"] for h in cb.history] == [0, 2, 4]
     last = cb.history[-1]
     w, a = model.net.w.detach(), model.net.a.detach()
-    mu_1, mu_2 = dm.ground_truth()["mu_1"], dm.ground_truth()["mu_2"]
+    mu_1, mu_2 = dm.ground_truth().mu_1, dm.ground_truth().mu_2
     # margins gamma_mu = y(mu) f(mu) by a direct forward pass of each member
     gammas = []
     for s in range(2):
@@ -116,7 +116,7 @@ def test_callback_refuses_a_data_model_without_xor_ground_truth(fit):
             x = torch.randn(n, 4, generator=generator, device=device)
             return x, torch.where(x[:, 0] >= 0, 1.0, -1.0)
 
-    with pytest.raises(ValueError, match="needs a data model whose ground_truth\\(\\) has 'mu_1'"):
+    with pytest.raises(ValueError, match="XORPhaseDiagnostics reads GroundTruth.mu_1 and mu_2"):
         fit(TwoLayerNet(4, **grouped(4, lr=0.1, seed=0)), Gaussian(batch_size=8), 2, callbacks=[XORPhaseDiagnostics()])
 
 

@@ -44,9 +44,9 @@ def test_label_is_the_parity_of_the_cluster_signs(d, k, sigma_r, seed):
     assert y.tolist() == [float(math.prod(row)) for row in eps.tolist()]
     gt = dm.ground_truth()
     j = cluster_index(eps)
-    torch.testing.assert_close(y, gt["centre_labels"][j])
+    torch.testing.assert_close(y, gt.centre_labels[j])
     if sigma_r == 0:  # the samples are the cluster centres
-        torch.testing.assert_close(x, gt["centres"][j], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(x, gt.centres[j], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("cfg", TABLE_6, ids=["exp1", "exp2", "exp3"])
@@ -79,8 +79,8 @@ def test_noise_variance_class_balance_and_moments(cfg):
 def test_ground_truth_centres_lie_on_hypercube_vertices():
     dm = GaussianMixture(d=25, k=4, sigma_r=0.7)
     gt = dm.ground_truth()
-    centres, labels, m = gt["centres"].double(), gt["centre_labels"], dm.M
-    assert centres.shape == (16, 25) and labels.shape == (16,) and gt["dictionary"].shape == (25, 4)
+    centres, labels, m = gt.centres.double(), gt.centre_labels, dm.M
+    assert centres.shape == (16, 25) and labels.shape == (16,) and gt.dictionary.shape == (25, 4)
     torch.testing.assert_close(m.T @ m, torch.eye(4, dtype=torch.float64))
     coords = centres @ m  # the signs of each centre
     torch.testing.assert_close(coords.abs(), torch.ones(16, 4, dtype=torch.float64), rtol=0, atol=1e-5)

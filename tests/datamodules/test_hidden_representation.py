@@ -208,8 +208,8 @@ def test_ground_truth():
     gt = dm.ground_truth()
     m = dm.M
     torch.testing.assert_close(m.T @ m, torch.eye(20, dtype=torch.float64))
-    assert gt["relevant"].tolist() == dm.A.tolist()
-    torch.testing.assert_close(gt["feature"], m[:, dm.A].sum(1).float())
+    assert gt.relevant.tolist() == dm.A.tolist()
+    torch.testing.assert_close(gt.feature, m[:, dm.A].sum(1).float())
 
 
 def test_has_no_variant_without_input_structure():

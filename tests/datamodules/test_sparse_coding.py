@@ -297,15 +297,15 @@ def test_structure_seed_fixes_the_distribution_for_every_sample_seed():
 def test_ground_truth_and_dictionaries():
     dm = SparseCoding(d=30, D=20, k=5)
     gt = dm.ground_truth()
-    assert gt["feature"].shape == (30,) and gt["dictionary"].shape == (30, 20)
-    assert gt["relevant"].dtype == torch.long and gt["relevant"].shape == (5,)
+    assert gt.feature.shape == (30,) and gt.dictionary.shape == (30, 20)
+    assert gt.relevant.dtype == torch.long and gt.relevant.shape == (5,)
     m = dm.M
     torch.testing.assert_close(m.T @ m, torch.eye(20, dtype=torch.float64))
-    torch.testing.assert_close(gt["feature"], m[:, gt["relevant"]].sum(1).float())
-    assert len(set(gt["relevant"].tolist())) == 5 and gt["relevant"].max() < 20
+    torch.testing.assert_close(gt.feature, m[:, gt.relevant].sum(1).float())
+    assert len(set(gt.relevant.tolist())) == 5 and gt.relevant.max() < 20
     wide = SparseCoding(d=10, D=40, k=5, dictionary="incoherent")
     torch.testing.assert_close(wide.M.norm(dim=0), torch.ones(40, dtype=torch.float64))
-    assert wide.ground_truth()["dictionary"].shape == (10, 40)
+    assert wide.ground_truth().dictionary.shape == (10, 40)
 
 
 # ---------------------------------------------------------------------- validation

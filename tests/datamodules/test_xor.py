@@ -24,9 +24,9 @@ def test_uniform_and_balanced():
 def test_ground_truth_clusters_carry_the_labels():
     dm = BooleanXOR(dim=5, pair=(1, 3))
     mu = dm.ground_truth()
-    assert mu["mu_1"].tolist() == [0, 1, 0, -1, 0] and mu["mu_2"].tolist() == [0, 1, 0, 1, 0]
+    assert mu.mu_1.tolist() == [0, 1, 0, -1, 0] and mu.mu_2.tolist() == [0, 1, 0, 1, 0]
     # y = -x_i x_j: +1 on +-mu_1, -1 on +-mu_2
-    assert -mu["mu_1"][1] * mu["mu_1"][3] == 1 and -mu["mu_2"][1] * mu["mu_2"][3] == -1
+    assert -mu.mu_1[1] * mu.mu_1[3] == 1 and -mu.mu_2[1] * mu.mu_2[3] == -1
 
 
 def test_rotation_is_orthogonal_and_rotates_everything():
@@ -39,7 +39,7 @@ def test_rotation_is_orthogonal_and_rotates_everything():
     x, y = plain.sample(50, gen(), torch.device("cpu"))
     torch.testing.assert_close(x_rot, x @ rot.T.float())
     assert torch.equal(y_rot, y)
-    torch.testing.assert_close(dm.ground_truth()["mu_1"], (rot @ plain.ground_truth()["mu_1"].double()).float())
+    torch.testing.assert_close(dm.ground_truth().mu_1, (rot @ plain.ground_truth().mu_1.double()).float())
 
 
 @pytest.mark.parametrize(

@@ -112,13 +112,13 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
     monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", 4)
     model = TwoLayerNet(8, **grouped(6, lr=0.1, seed=0))
     seen = []
-    original = TwoLayerNet._raise_if_diverged
+    original = TwoLayerNet.raise_if_diverged
 
     def spy(self):
         seen.append(len(self._pending_losses))
         original(self)
 
-    monkeypatch.setattr(TwoLayerNet, "_raise_if_diverged", spy)
+    monkeypatch.setattr(TwoLayerNet, "raise_if_diverged", spy)
     fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
     assert seen == [4, 4, 2] and model._pending_losses == []
 

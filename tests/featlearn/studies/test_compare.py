@@ -200,7 +200,7 @@ def test_methods_start_from_the_same_weights(comparison):
     for method in METHODS[1:]:
         torch.testing.assert_close(built[method].model.two_layer.w, w0)
     # RF never moves the first layer: its cosine is the initial weights', seed by seed.
-    truth = built["Network"].datamodule.ground_truth()["feature"].double()
+    truth = built["Network"].datamodule.ground_truth().feature.double()
     initial = [float(feature_alignment(w.double(), truth, 1, 0.0)["max_cos"]) for w in w0.detach()]
     assert results["RF"]["cos_similarity"] == pytest.approx(initial, abs=1e-6)
     assert results["Network"]["cos_similarity"] != pytest.approx(initial, abs=1e-3)

@@ -298,7 +298,7 @@ def test_submitit_local_executor_runs_the_same_trial(tmp_path):
     config["model"]["init_args"].update(ensemble_size=2, network={"width": 8})
     local = run_trials([Trial("smoke", tmp_path / "local", config)], build_cli)["smoke"]
     launcher = Launcher(kind="submitit-local", folder=tmp_path / "submitit", time_min=5)
-    remote = run_trials([Trial("smoke", folder, config)], never_build, launcher)["smoke"]
+    remote = run_trials([Trial("smoke", folder, config)], build_cli, launcher)["smoke"]  # pickled by name, run there
     assert remote["metrics"]["test_acc"] == pytest.approx(local["metrics"]["test_acc"], abs=1e-9)
     assert json.loads((folder / "result.json").read_text())["metrics"] == remote["metrics"]
     assert list((tmp_path / "submitit").rglob("*_log.out"))  # submitit's own job logs
