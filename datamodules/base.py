@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+import hashlib
+import inspect
 from collections.abc import Iterator
 
 import pytorch_lightning as pl
@@ -54,9 +56,18 @@ class DataModel(pl.LightningDataModule, abc.ABC):
 
     #: Dtype of the inputs.
     dtype: torch.dtype = torch.float32
-    #: Attributes that define the data and the sample stream; a run resumed from a
-    #: checkpoint must match them. Subclasses add their own.
-    state_keys: tuple[str, ...] = ("seed",)
+    #: Constructor arguments that may change when a run resumes: they change no sample a
+    #: step draws before the resume (throughput settings, the ensemble size the learner
+    #: checks itself, and the batch-size schedule of the steps ahead). Every other argument
+    #: is the data model's identity (:meth:`identity`): a checkpoint made with another value
+    #: is refused. A subclass adds its own (where its files are, for example).
+    resume_free_arguments: tuple[str, ...] = ("batch_size", "eval_batch_size", "ensemble_size", "updates_per_batch")
+
+    def __new__(cls, *args, **kwargs):
+        """Keep the constructor's arguments, before any ``__init__`` runs: they are the data model's identity."""
+        self = super().__new__(cls)
+        self._constructor_arguments = _constructor_arguments(cls, args, kwargs)
+        return self
 
     def __init__(
         self,
@@ -277,23 +288,38 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         # Batches are born on the device; skip Lightning's recursive move.
         return batch
 
+    def identity(self) -> dict:
+        """The constructor's arguments that define the data and its sample stream, as plain values.
+
+        Every argument of the data model's ``__init__`` and its bases' (their defaults
+        filled in), less :attr:`resume_free_arguments`. Derived from the constructor, so a
+        subclass's own arguments count without being declared. Tensors count by their
+        contents (a digest), paths and tuples as strings and lists.
+        """
+        arguments = self._constructor_arguments or {}
+        return {k: _plain(v) for k, v in sorted(arguments.items()) if k not in self.resume_free_arguments}
+
     def state_dict(self) -> dict:
-        """What defines the data and the sample stream (:attr:`state_keys`)."""
-        return {key: _plain(getattr(self, key)) for key in self.state_keys}
+        """What the checkpoint keeps of the data model: its :meth:`identity`."""
+        return {"identity": self.identity()}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Refuse to resume a run with different data or sample stream.
+        """Refuse to resume a run whose data model was built with other arguments.
 
         Raises:
-            ValueError: If any of :attr:`state_keys` differs from the checkpoint's.
+            ValueError: An argument of :meth:`identity` differs from the checkpoint's; the
+                message lists every one, with the checkpoint's value to set.
         """
-        for key in self.state_keys:
-            if key in state_dict and state_dict[key] != _plain(getattr(self, key)):
-                raise ValueError(
-                    f"The checkpoint was trained with data.{key}={state_dict[key]!r} but this run "
-                    f"has data.{key}={getattr(self, key)!r}: resuming would change the sample "
-                    f"stream. Set data.{key}: {state_dict[key]!r} to resume."
-                )
+        saved = state_dict.get("identity", state_dict)  # checkpoints before 0.2 kept some keys at top level
+        mine = self.identity()
+        changed = [key for key in sorted(saved) if key in mine and saved[key] != mine[key]]
+        if changed:
+            settings = "; ".join(f"data.{k}={saved[k]!r} there, {mine[k]!r} here" for k in changed)
+            fixes = ", ".join(f"data.init_args.{k}: {saved[k]!r}" for k in changed)
+            raise ValueError(
+                f"The checkpoint's data model ({type(self).__name__}) was built with other arguments: {settings}. "
+                f"Resuming would change the data. To resume it, set {fixes}; or start a new run without --ckpt_path."
+            )
 
 
 class SyntheticDataModule(DataModel):
@@ -326,7 +352,8 @@ class SyntheticDataModule(DataModel):
         updates_per_batch: K, the most update steps one Lightning batch carries.
     """
 
-    state_keys: tuple[str, ...] = ("seed", "train_size")
+    #: ``val_size`` and ``test_size`` too: the held-out sets come from streams of their own.
+    resume_free_arguments = DataModel.resume_free_arguments + ("val_size", "test_size")
 
     def __init__(
         self,
@@ -448,9 +475,45 @@ class SyntheticDataModule(DataModel):
         return cached
 
 
+def _constructor_arguments(cls: type, args: tuple, kwargs: dict) -> dict | None:
+    """The arguments of ``cls(*args, **kwargs)`` by name, with every default of ``cls`` and its bases.
+
+    Keyword arguments gathered by ``**kwargs`` are spread out; parameters a subclass
+    passes on through ``**kwargs`` get their base class's default. None when the arguments
+    do not fit the signature (``__init__`` then raises the error).
+    """
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    values = {}
+    for name, value in list(bound.arguments.items())[1:]:  # [0] is self
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            values[name] = value
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass) and issubclass(klass, DataModel):
+            for name, parameter in inspect.signature(klass.__init__).parameters.items():
+                if parameter.default is not inspect.Parameter.empty:
+                    values.setdefault(name, parameter.default)
+    return values
+
+
 def _plain(value):
-    """Tuples as lists, so values compare equal after a checkpoint round trip."""
-    return list(value) if isinstance(value, tuple) else value
+    """A value a checkpoint keeps and compares: tuples as lists, tensors by a digest of their contents."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Tensor):
+        digest = hashlib.sha256(value.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+        return f"tensor{list(value.shape)}:{digest}"
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
 class _StepStream:

@@ -104,7 +104,6 @@ class DictionaryDataModule(SyntheticDataModule):
             ``test_size``, ``seed``, ...).
     """
 
-    state_keys = SyntheticDataModule.state_keys + ("d", "D", "k", "structure_seed")
 
     def __init__(
         self,

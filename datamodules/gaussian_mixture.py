@@ -56,7 +56,6 @@ class GaussianMixture(SyntheticDataModule):
             ``test_size``, ``seed``, ...).
     """
 
-    state_keys = SyntheticDataModule.state_keys + ("d", "k", "sigma_r", "structure_seed")
 
     def __init__(
         self,

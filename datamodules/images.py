@@ -126,18 +126,9 @@ class ImageDataModule(ImageSource, DataModel):
             ``ensemble_size``, ``updates_per_batch``).
     """
 
-    state_keys = DataModel.state_keys + (
-        "source",
-        "classes",
-        "train_size",
-        "val_size",
-        "test_size",
-        "test_fraction",
-        "standardize",
-        "unit_second_moment",
-        "flatten",
-        "split_seed",
-    )
+
+    #: Where the files are may change between runs (a moved folder resumes).
+    resume_free_arguments = DataModel.resume_free_arguments + ("root", "download")
 
     def __init__(
         self,

@@ -97,20 +97,9 @@ class TeacherMixture(ImageSource, DataModel):
             ``ensemble_size``, ``updates_per_batch``).
     """
 
-    state_keys = DataModel.state_keys + (
-        "source",
-        "injected",
-        "gaussian_covariance",
-        "patch_size",
-        "alpha",
-        "train_size_requested",
-        "test_size_requested",
-        "test_fraction",
-        "standardize",
-        "flatten",
-        "split_seed",
-        "reference_members",
-    )
+
+    #: Where the files are may change between runs (a moved folder resumes).
+    resume_free_arguments = DataModel.resume_free_arguments + ("root", "download", "injected_root")
 
     def __init__(
         self,

@@ -45,7 +45,6 @@ class BooleanXOR(SyntheticDataModule):
             ``test_size``, ``seed``, ...).
     """
 
-    state_keys = SyntheticDataModule.state_keys + ("dim", "pair", "rotate", "rotation_seed")
 
     def __init__(
         self,

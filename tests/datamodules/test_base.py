@@ -84,12 +84,51 @@ def test_bad_base_arguments(kwargs, match):
 
 def test_resuming_with_another_data_seed_or_distribution_is_refused():
     dm = BooleanXOR(dim=4, seed=1, pair=(0, 2))
-    state = dm.state_dict()
-    with pytest.raises(ValueError, match="data.seed: 0"):
-        dm.load_state_dict({**state, "seed": 0})
-    with pytest.raises(ValueError, match="data.rotation_seed: 5"):
-        dm.load_state_dict({**state, "rotation_seed": 5})
-    dm.load_state_dict(state)
+    state = dm.state_dict()["identity"]
+    with pytest.raises(ValueError, match="data.init_args.seed: 0"):
+        dm.load_state_dict({"identity": {**state, "seed": 0}})
+    with pytest.raises(ValueError, match="data.rotation_seed=5 there, 0 here.*data.init_args.rotation_seed: 5"):
+        dm.load_state_dict({"identity": {**state, "rotation_seed": 5}})
+    dm.load_state_dict({"identity": state})
+    dm.load_state_dict({"seed": 1, "dim": 4})  # a checkpoint of the earlier format (keys at top level)
+    with pytest.raises(ValueError, match="data.init_args.dim: 5"):
+        dm.load_state_dict({"seed": 1, "dim": 5})
+
+
+class Scaled(SyntheticDataModule):
+    """x ~ N(0, s^2 I_3), y = sign(x_0): a user's subclass that declares nothing about resuming."""
+
+    input_dim = 3
+
+    def __init__(self, scale: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.s = scale  # stored under another name than the argument's
+
+    def sample(self, n, generator, device):
+        x = self.s * torch.randn(n, 3, generator=generator, device=device)
+        return x, torch.where(x[:, 0] >= 0, 1.0, -1.0)
+
+
+def test_a_subclass_gets_its_own_arguments_checked_at_resume_without_declaring_them():
+    saved = Scaled(scale=2.0, train_size=8).state_dict()
+    with pytest.raises(ValueError, match=r"data.scale=2.0 there, 3.0 here.*data.init_args.scale: 2.0"):
+        Scaled(scale=3.0, train_size=8).load_state_dict(saved)
+    with pytest.raises(ValueError, match="data.init_args.train_size: 8"):
+        Scaled(scale=2.0, train_size=9).load_state_dict(saved)
+    # What changes no sample drawn before the resume may change.
+    Scaled(scale=2.0, train_size=8, batch_size=7, val_size=3, ensemble_size=2, eval_batch_size=5).load_state_dict(saved)
+    # Defaults count as given: the same data model however it was spelled.
+    assert Scaled().identity() == Scaled(scale=1.0, seed=0, train_size=None).identity()
+    assert Scaled(2.0).identity()["scale"] == 2.0 and "batch_size" not in Scaled().identity()
+
+
+def test_a_data_model_built_from_tensors_is_identified_by_their_contents():
+    from featlearn.datamodules import LabelledTensors
+
+    x, y = torch.randn(6, 2), torch.arange(6) % 2
+    one = LabelledTensors((x, y), (x, y), num_classes=2).identity()
+    assert one == LabelledTensors((x.clone(), y.clone()), (x, y), num_classes=2).identity()
+    assert one != LabelledTensors((x + 1, y), (x, y), num_classes=2).identity()
 
 
 def test_finite_batches_say_which_training_rows_they_hold():
