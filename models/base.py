@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import pytorch_lightning as pl
@@ -91,6 +91,20 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     #: What the learner needs of its data model (protocols of :mod:`featlearn.contracts`), checked by
     #: :meth:`connect_data`. A subclass that reads more adds its own.
     data_requirements: ClassVar[tuple[type, ...]] = (EvaluationData,)
+
+    @classmethod
+    def unset_data_constants(cls, init_args: Mapping) -> dict[str, str]:
+        """The null arguments of ``init_args`` that the data model's ``process_constants()`` fills.
+
+        The command line calls it before building the learner (see
+        :class:`~featlearn.contracts.DataDerivedConstants`): dotted argument path -> the name
+        the data model states the constant under. Here ``positive_rate`` (Pr[y = +1]) where the
+        class weights need it. A subclass with constants of its own extends the mapping.
+        """
+        weighting = init_args.get("class_weighting")
+        if weighting not in (None, 0, 0.0) and init_args.get("positive_rate") is None:
+            return {"positive_rate": "positive_rate"}
+        return {}
 
     def __init__(
         self,

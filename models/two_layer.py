@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -166,6 +168,30 @@ class TwoLayerNet(ScheduledSGDModule):
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
         self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
         self._z_cache: _PreactivationCache | None = None
+
+    #: The arguments that move the first layer (w, b), with what an unset one follows: compare's
+    #: ``freeze_first_layer_from`` holds them at 0 (:class:`~featlearn.contracts.FirstLayerArguments`).
+    first_layer_arguments: ClassVar[dict[str, str | None]] = {
+        "lr_w": "lr",
+        "lr_b": "lr_w",
+        "weight_decay_w": None,
+        "weight_decay_b": None,
+    }
+
+    @classmethod
+    def unset_data_constants(cls, init_args: Mapping) -> dict[str, str]:
+        """Also Shi et al.'s sigma_w, sigma_b, sigma_a (``gaussian_symmetric``) and null ``noise_std`` values."""
+        wanted = super().unset_data_constants(init_args)
+        init = init_args.get("init") or {}
+        if init.get("scheme") == "gaussian_symmetric":  # the scheme these constants belong to
+            unset = [name for name in ("sigma_w", "sigma_b", "sigma_a") if init.get(name) is None]
+            wanted.update({f"init.{name}": name for name in unset})
+        noise = init_args.get("noise_std")
+        if isinstance(noise, list):
+            for i, segment in enumerate(noise):
+                if isinstance(segment, Mapping) and "value" in segment and segment["value"] is None:
+                    wanted[f"noise_std.{i}.value"] = "sigma_xi"
+        return wanted
 
     def wrap_network(self, base: TwoLayerNetwork) -> nn.Module:
         """The network this learner trains, built around the initialised two-layer ``base`` (itself here)."""

@@ -26,6 +26,7 @@ warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual opt
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
+from jsonargparse import Namespace  # noqa: E402
 from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
@@ -33,12 +34,8 @@ import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
 from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
-from featlearn.contracts import Relabelable  # noqa: E402
+from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
-
-#: Process constants a learner may leave null for the data model to fill:
-#: ``model.init_args.init.<name>`` <- ``data.process_constants()[<name>]``.
-INIT_CONSTANTS = ("sigma_w", "sigma_b", "sigma_a")
 
 
 class RunFolderConfig(SaveConfigCallback):
@@ -62,10 +59,11 @@ class FeatlearnCLI(LightningCLI):
     * ``model.init_args.ensemble_size`` is copied into ``data.init_args.ensemble_size``
       before either is built: one number says how many independent runs train together.
     * Constants of a paper's process that a config leaves null are filled from the
-      data model's ``process_constants()``: ``model.init_args.init.sigma_w``,
-      ``sigma_b``, ``sigma_a`` and null segment values of ``model.init_args.noise_std``
-      (from ``sigma_xi``). So ``--data.init_args.k 7`` on a Shi experiment trains with
-      k = 7's constants, and a number a user writes always wins.
+      data model's ``process_constants()``, where the learner class declares them
+      (:class:`~featlearn.contracts.DataDerivedConstants`; for ``TwoLayerNet``:
+      ``init.sigma_w``, ``sigma_b``, ``sigma_a``, null segment values of ``noise_std``
+      from ``sigma_xi``, and ``positive_rate``). So ``--data.init_args.k 7`` on a Shi
+      experiment trains with k = 7's constants, and a number a user writes always wins.
     * The learner owns its optimizer and schedules (``auto_configure_optimizers``
       is off: ``--optimizer`` would silently replace them).
     * A top-level ``teacher:`` section (a :class:`~featlearn.teacher.TeacherSearch`)
@@ -195,47 +193,47 @@ def share_ensemble_size(config) -> None:
 def fill_process_constants(config) -> None:
     """Fill the learner's null process constants from the data model's ``process_constants()`` (in place).
 
-    Only a config that leaves one null pays for building the data model here.
+    The learner class says which of its arguments are such constants for this config
+    (:class:`~featlearn.contracts.DataDerivedConstants`); this function knows no learner's
+    argument names. Only a config that leaves one null pays for building the data model here.
 
     Raises:
         ValueError: If a null constant has no value from the data model.
     """
-    init = config.get("model.init_args.init")
-    missing = []
-    if init is not None and init.get("scheme") == "gaussian_symmetric":  # the scheme these constants belong to
-        missing = [name for name in INIT_CONSTANTS if init.get(name) is None]
-    noise = config.get("model.init_args.noise_std")
-    null_segments = []
-    if isinstance(noise, list):
-        null_segments = [
-            i for i, seg in enumerate(noise) if isinstance(seg, dict) and "value" in seg and seg["value"] is None
-        ]
-    weighting = config.get("model.init_args.class_weighting")
-    needs_rate = weighting not in (None, 0, 0.0) and config.get("model.init_args.positive_rate") is None
-    if not (missing or null_segments or needs_rate):
+    learner, init_args = _class(config.get("model.class_path")), config.get("model.init_args")
+    if init_args is None or not isinstance(learner, DataDerivedConstants):
         return
-    constants = _build(config.get("data")).process_constants()
-    if needs_rate and "positive_rate" in constants:  # else the learner names what to set at fit start
-        config["model.init_args.positive_rate"] = constants["positive_rate"]
-    for name in missing:
+    wanted = learner.unset_data_constants(_as_dict(init_args))
+    if not wanted:
+        return
+    data = config.get("data")
+    constants = _class(data.class_path)(**_as_dict(data.get("init_args"))).process_constants()
+    for path, name in wanted.items():
         if name not in constants:
             raise ValueError(
-                f"model.init_args.init.{name} is null, to be derived from the data model, but "
+                f"model.init_args.{path} is null, to be derived from the data model's {name}, but "
                 f"{config.get('data.class_path')} states no {name}: set a number."
             )
-        init[name] = constants[name]
-    for i in null_segments:
-        if "sigma_xi" not in constants:
-            raise ValueError(
-                f"model.init_args.noise_std[{i}].value is null, to be derived from the data model's sigma_xi, but "
-                f"{config.get('data.class_path')} states none: set a number."
-            )
-        noise[i] = {**noise[i], "value": constants["sigma_xi"]}
+        _set_argument(init_args, path, constants[name])
 
 
-def _build(spec):
-    """Instantiate a ``{class_path, init_args}`` group of the parsed config."""
-    module, _, name = spec.class_path.rpartition(".")
-    init_args = spec.get("init_args")
-    kwargs = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
-    return getattr(importlib.import_module(module), name)(**kwargs)
+def _class(class_path: str) -> type:
+    """The class a parsed config's full ``class_path`` names."""
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _as_dict(init_args) -> dict:
+    """A parsed config's ``init_args`` (a jsonargparse Namespace, a mapping or None) as a plain dict."""
+    if isinstance(init_args, Namespace):
+        return init_args.as_dict()
+    return dict(init_args or {})
+
+
+def _set_argument(init_args, path: str, value) -> None:
+    """Set the dotted ``path`` (``init.sigma_w``, ``noise_std.0.value``: list positions as numbers) in place."""
+    *parents, last = path.split(".")
+    node = init_args
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    node[int(last) if isinstance(node, list) else last] = value

@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import importlib
 import itertools
 import json
 import math
@@ -57,6 +58,7 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import resolve_config
+from featlearn.contracts import FirstLayerArguments
 from featlearn.schedules import hold_from, is_segment_list, skip_steps
 from featlearn.studies.trials import (
     BuildRun,
@@ -74,8 +76,6 @@ DEFAULT_METHODS = "compare/shi"
 #: Table rows: (csv metric name, row label, decimals).
 METRICS = (("train_acc", "Train Acc (%)", 2), ("test_acc", "Test Acc (%)", 2), ("cos_similarity", "Cos Similarity", 3))
 _METHOD_KEYS = {"model", "data", "trainer", "without_structure", "tune", "skip_steps", "freeze_first_layer_from"}
-#: The learner arguments that move the first layer (w and b): held at 0 to freeze it.
-_FIRST_LAYER_KEYS = ("lr_w", "lr_b", "weight_decay_w", "weight_decay_b")
 
 
 @dataclass
@@ -199,12 +199,14 @@ def reshape_process(config: dict, method: Method) -> None:
     Shi et al.'s One Step is their process with the first layer fixed after step 1: step 2
     is skipped (``skip_steps: [2]``: every segment-list schedule under ``model.init_args``
     and ``data.init_args`` loses it) and the first layer is frozen from the new step 2 on
-    (``lr_w``, ``lr_b``, ``weight_decay_w``, ``weight_decay_b`` held at 0), while the
-    classifier stage keeps its length (``trainer.max_steps`` drops by the skipped steps).
+    (the arguments the learner class declares as its ``first_layer_arguments`` held at 0:
+    ``lr_w``, ``lr_b``, ``weight_decay_w``, ``weight_decay_b`` for ``TwoLayerNet``), while
+    the classifier stage keeps its length (``trainer.max_steps`` drops by the skipped steps).
 
     Raises:
-        MethodNotApplicable: Freezing asked of a learner with no first-layer rate
-            (``lr_w`` or ``lr`` in ``model.init_args``).
+        MethodNotApplicable: Freezing asked of a learner that declares no first-layer
+            arguments (:class:`~featlearn.contracts.FirstLayerArguments`), or whose config
+            sets none of them.
     """
     model = config.setdefault("model", {}).setdefault("init_args", {})
     if method.skip_steps:
@@ -218,16 +220,44 @@ def reshape_process(config: dict, method: Method) -> None:
         if isinstance(max_steps, int) and max_steps > 0:
             trainer["max_steps"] = max_steps - sum(1 for t in method.skip_steps if t <= max_steps)
     if method.freeze_first_layer_from is not None:
-        if "lr_w" not in model and "lr" not in model:
-            raise MethodNotApplicable(
-                f"Method {method.name!r} freezes the first layer but model.init_args sets neither lr_w nor lr "
-                f"(a learner like TwoLayerNet's)."
-            )
-        model.setdefault("lr_w", model.get("lr"))
-        step = method.freeze_first_layer_from
-        for key in _FIRST_LAYER_KEYS:
-            if key in model:  # an absent lr_b follows lr_w; an absent decay is 0
-                model[key] = hold_from(model[key], step, 0.0, f"model.init_args.{key}")
+        freeze_first_layer(config, method)
+
+
+def freeze_first_layer(config: dict, method: Method) -> None:
+    """Hold the learner's first-layer rates and decays at 0 from ``method.freeze_first_layer_from`` on (in place).
+
+    The learner class says which arguments those are and what an unset one follows
+    (``first_layer_arguments``): an unset argument that follows another first-layer
+    argument stays unset (it follows the held one), one that follows an outside argument
+    (``lr_w`` following ``lr``) is set from it so it can be held, and one that follows
+    nothing is 0 anyway.
+
+    Raises:
+        MethodNotApplicable: The learner declares no first-layer arguments, or the config
+            sets none of them (nor what they follow).
+    """
+    model = config["model"]["init_args"]
+    learner = learner_class(config["model"].get("class_path"))
+    declared = learner.first_layer_arguments if isinstance(learner, FirstLayerArguments) else {}
+    for key, follows in declared.items():
+        if key not in model and follows is not None and follows not in declared and follows in model:
+            model[key] = model[follows]
+    held = [key for key in declared if key in model]
+    if not held:
+        raise MethodNotApplicable(
+            f"Method {method.name!r} freezes the first layer, but {config['model'].get('class_path')} declares no "
+            f"first-layer arguments (first_layer_arguments) that model.init_args sets: nothing to hold."
+        )
+    for key in held:
+        model[key] = hold_from(model[key], method.freeze_first_layer_from, 0.0, f"model.init_args.{key}")
+
+
+def learner_class(class_path: str | None) -> type | None:
+    """The learner class a config's ``model.class_path`` names (a short name is looked up in featlearn.models)."""
+    if not class_path:
+        return None
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module or "featlearn.models"), name, None)
 
 
 def _structure_free_overrides(config: dict, build: BuildRun) -> dict:

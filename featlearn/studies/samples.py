@@ -389,8 +389,8 @@ def settings_of(args: argparse.Namespace, study: Study) -> Settings:
             dims = [int(x) for x in dims.split(",") if x.strip()]
         except ValueError:
             raise ValueError(f"--dims must be comma-separated integers, got {dims!r}.") from None
-    if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 2 for d in dims):
-        raise ValueError(f"--dims must be integers >= 2 (XOR needs two coordinates), got {dims!r}.")
+    if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
+        raise ValueError(f"--dims must be positive integers, got {dims!r}.")
     if len(set(dims)) != len(dims):
         raise ValueError(f"--dims lists a dimension twice: {dims!r}.")
     settings = Settings(

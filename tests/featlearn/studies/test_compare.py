@@ -178,13 +178,20 @@ def test_one_step_keeps_the_first_layer_of_the_processs_first_step(comparison, t
     assert torch.equal(one_step, after_step_1) and not torch.equal(one_step, initial)
 
 
-def test_reshaping_needs_a_first_layer_rate():
+def test_reshaping_holds_the_first_layer_arguments_the_learner_declares():
     method = Method("Frozen", freeze_first_layer_from=2)
-    with pytest.raises(compare_module.MethodNotApplicable, match="neither lr_w nor lr"):
-        compare_module.reshape_process({"model": {"init_args": {"lr_a": 0.1}}}, method)
-    config = {"model": {"init_args": {"lr": 0.1, "lr_a": 0.5}}, "trainer": {"max_steps": 10}}
+    with pytest.raises(compare_module.MethodNotApplicable, match="TwoLayerNet declares no first-layer arguments.*sets"):
+        compare_module.reshape_process({"model": {"class_path": "TwoLayerNet", "init_args": {"lr_a": 0.1}}}, method)
+    with pytest.raises(compare_module.MethodNotApplicable, match="ModuleClassifier declares no first-layer"):
+        compare_module.reshape_process({"model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}}, method)
+    config = {
+        "model": {"class_path": "featlearn.models.TwoLayerNet", "init_args": {"lr": 0.1, "lr_a": 0.5}},
+        "trainer": {"max_steps": 10},
+    }
     compare_module.reshape_process(config, Method("One", skip_steps=(2,), freeze_first_layer_from=2))
-    assert config["model"]["init_args"]["lr_w"] == [{"start": 1, "end": 1, "value": 0.1}, {"start": 2, "value": 0.0}]
+    held = [{"start": 1, "end": 1, "value": 0.1}, {"start": 2, "value": 0.0}]
+    assert config["model"]["init_args"]["lr_w"] == held  # lr_w followed lr: set from it, then held
+    assert "lr_b" not in config["model"]["init_args"]  # lr_b follows the held lr_w
     assert config["model"]["init_args"]["lr_a"] == 0.5 and config["trainer"]["max_steps"] == 9
 
 

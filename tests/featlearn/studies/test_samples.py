@@ -146,7 +146,7 @@ def never_build(*args, **kwargs):
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        (["--dims", "1,8"], "--dims must be integers >= 2"),
+        (["--dims", "0,8"], "--dims must be positive integers"),
         (["--dims", "8,x"], "comma-separated integers"),
         (["--dims", "8,8"], "twice"),
         (["--target-error", "0.5"], r"--target-error must lie in \(0, 0.5\)"),
