@@ -63,12 +63,6 @@ class DataModel(pl.LightningDataModule, abc.ABC):
     #: is refused. A subclass adds its own (where its files are, for example).
     resume_free_arguments: tuple[str, ...] = ("batch_size", "eval_batch_size", "ensemble_size", "updates_per_batch")
 
-    def __new__(cls, *args, **kwargs):
-        """Keep the constructor's arguments, before any ``__init__`` runs: they are the data model's identity."""
-        self = super().__new__(cls)
-        self._constructor_arguments = _constructor_arguments(cls, args, kwargs)
-        return self
-
     def __init__(
         self,
         batch_size: ScheduleSpec = 256,
@@ -78,6 +72,8 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         updates_per_batch: int = 1,
     ) -> None:
         super().__init__()
+        # Before anything else: the arguments of every __init__ on the way here are the identity.
+        self._constructor_arguments = _constructor_arguments(self, inspect.currentframe())
         self.batch_size = as_schedule(batch_size, "data.batch_size", integer=True, positive=True)
         check_int("data.eval_batch_size", eval_batch_size, 1)
         check_int("data.seed", seed, 0)
@@ -475,30 +471,24 @@ class SyntheticDataModule(DataModel):
         return cached
 
 
-def _constructor_arguments(cls: type, args: tuple, kwargs: dict) -> dict | None:
-    """The arguments of ``cls(*args, **kwargs)`` by name, with every default of ``cls`` and its bases.
+def _constructor_arguments(instance: DataModel, frame) -> dict:
+    """The arguments every ``__init__`` of ``instance`` was called with, read from their frames.
 
-    Keyword arguments gathered by ``**kwargs`` are spread out; parameters a subclass
-    passes on through ``**kwargs`` get their base class's default. None when the arguments
-    do not fit the signature (``__init__`` then raises the error).
+    ``frame`` is :class:`DataModel`'s own ``__init__``; the frames above it that are
+    ``__init__`` calls on the same object are its subclasses' (as Lightning's
+    ``save_hyperparameters`` reads them). Arguments a subclass passes on through
+    ``**kwargs`` arrive as the base's parameters, with the base's defaults where unset;
+    its own keyword arguments are spread out.
     """
-    try:
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-    except TypeError:
-        return None
-    bound.apply_defaults()
-    values = {}
-    for name, value in list(bound.arguments.items())[1:]:  # [0] is self
-        kind = bound.signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_KEYWORD:
-            values.update(value)
-        elif kind is not inspect.Parameter.VAR_POSITIONAL:
-            values[name] = value
-    for klass in cls.__mro__:
-        if "__init__" in vars(klass) and issubclass(klass, DataModel):
-            for name, parameter in inspect.signature(klass.__init__).parameters.items():
-                if parameter.default is not inspect.Parameter.empty:
-                    values.setdefault(name, parameter.default)
+    values: dict = {}
+    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is instance:
+        info = inspect.getargvalues(frame)
+        for name in info.args[1:]:  # [0] is self
+            values.setdefault(name, info.locals[name])
+        if info.keywords:
+            for name, value in info.locals[info.keywords].items():
+                values.setdefault(name, value)
+        frame = frame.f_back
     return values
 
 
