@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import importlib
 import json
 import shutil
 import sys
@@ -55,10 +56,55 @@ def merge_configs(base: dict, override: dict) -> dict:
     """Mappings merge key by key (recursively); any other override value replaces the base's.
 
     OmegaConf's merge, returned as plain containers; ``${...}`` strings are kept as written
-    (LightningCLI, not this merge, reads the configs).
+    (LightningCLI, not this merge, reads the configs). Class specs (mappings with a
+    ``class_path``) follow LightningCLI's rule: a new class keeps the earlier ``init_args``
+    only if it is a subclass of the earlier class (the NTK's ``LinearizedTwoLayerNet`` over
+    ``TwoLayerNet``); another class, or a class spec over a plain mapping of fields
+    (``model/fc``'s ``network: {class_path: QuadraticFC, ...}`` over ``network: {width: 50}``),
+    replaces the earlier mapping whole.
     """
-    merged = OmegaConf.merge(OmegaConf.create(base), OmegaConf.create(override))
+    merged = OmegaConf.merge(OmegaConf.create(_without_replaced_fields(base, override)), OmegaConf.create(override))
     return OmegaConf.to_container(merged, resolve=False)
+
+
+def _without_replaced_fields(base, override):
+    """``base`` less the mappings that a class spec in ``override`` replaces whole (recursively)."""
+    if not (isinstance(base, dict) and isinstance(override, dict)):
+        return base
+    kept = {}
+    for key, value in base.items():
+        new = override.get(key)
+        if isinstance(value, dict) and isinstance(new, dict) and _replaces(value, new):
+            continue
+        kept[key] = _without_replaced_fields(value, new) if key in override else value
+    return kept
+
+
+def _replaces(old: dict, new: dict) -> bool:
+    """Whether the class spec ``new`` replaces ``old`` whole rather than merging into it."""
+    if "class_path" not in new or new["class_path"] == old.get("class_path"):
+        return False
+    if "class_path" not in old:
+        return True
+    old_class, new_class = _config_class(old["class_path"]), _config_class(new["class_path"])
+    if old_class is None or new_class is None:  # unknown here: merge, and let LightningCLI judge
+        return False
+    return not issubclass(new_class, old_class)
+
+
+def _config_class(class_path) -> type | None:
+    """The class a config's ``class_path`` names: a full path, or a short name featlearn registers."""
+    if not isinstance(class_path, str):
+        return None
+    module, _, name = class_path.rpartition(".")
+    for where in [module] if module else ["featlearn.models", "featlearn.datamodules", "featlearn.callbacks"]:
+        try:
+            found = getattr(importlib.import_module(where), name, None)
+        except ImportError:
+            found = None
+        if isinstance(found, type):
+            return found
+    return None
 
 
 def set_path(config: dict, path: str, value, where: str) -> None:

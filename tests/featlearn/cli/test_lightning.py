@@ -87,6 +87,14 @@ def test_every_overlay_runs_on_its_experiment_by_shipped_name(tmp_path, overlay)
         assert getattr(cli.datamodule, key) == value  # the overlay's values reached the data model
 
 
+@pytest.mark.parametrize("lazy", ["false", "true"])
+def test_the_fc_model_overlay_and_its_lazy_version_run_on_mnist01(tmp_path, lazy):
+    args = ("--config", "shi_real_mnist01", "--config", "model/fc", "--config", "debug/smoke")
+    cli = run_cli(tmp_path, *args, "--model.init_args.linearize", lazy)
+    assert type(cli.model).__name__ == "ModuleClassifier" and cli.model.linearize == (lazy == "true")
+    assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
+
+
 def shi_constants(data):
     """Shi et al.'s process constants recomputed here from the paper's formulas (Section 3.1, Lemma 23)."""
     k, sigma, gamma = data.k, data.sigma_tilde, data.gamma

@@ -411,3 +411,33 @@ def test_a_choice_at_the_end_of_a_grid_is_flagged():
     ]
     assert compare_module.grid_edges(grid, {"model.init_args.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
     assert compare_module.grid_edges({"a": [1.0, 2.0]}, {"a": 2.0}) == []  # two points have no inside
+
+
+def test_merge_configs_lets_a_class_spec_replace_a_plain_mapping_as_lightning_cli_does():
+    base = {"model": {"class_path": "TwoLayerNet", "init_args": {"network": {"width": 50, "bias": True}, "lr": 0.1}}}
+    spec = {"class_path": "QuadraticFC", "init_args": {"width": 9}}
+    same = merge_configs(base, {"model": {"class_path": "TwoLayerNet", "init_args": {"network": spec}}})
+    assert same["model"]["init_args"] == {"network": spec, "lr": 0.1}  # the spec replaced the fields, lr stays
+    merged = merge_configs(base, {"model": {"class_path": "ModuleClassifier", "init_args": {"network": spec}}})
+    assert merged["model"]["init_args"] == {"network": spec}  # another learner: TwoLayerNet's arguments go
+    # another class replaces the learner whole; a subclass keeps its arguments (the NTK over the network)
+    merged = merge_configs(merged, {"model": {"class_path": "TwoLayerNet", "init_args": {"lr_a": 1.0}}})
+    assert merged["model"] == {"class_path": "TwoLayerNet", "init_args": {"lr_a": 1.0}}
+    ntk = merge_configs(merged, {"model": {"class_path": "featlearn.models.LinearizedTwoLayerNet"}})
+    assert ntk["model"]["init_args"] == {"lr_a": 1.0}
+    # classes this process cannot import merge key by key, as before
+    assert merge_configs({"a": {"class_path": "A", "init_args": {"x": 1}}}, {"a": {"class_path": "B"}}) == {
+        "a": {"class_path": "B", "init_args": {"x": 1}}
+    }
+
+
+def test_a_network_of_any_kind_gets_its_ntk_column_from_the_lazy_methods_file(tmp_path):
+    """FC(m) on MNIST 0/1 (model/fc) against its own linearisation (compare/lazy), through the shipped names."""
+    args = ["--config", "shi_real_mnist01", "--config", "model/fc", "--config", "debug/smoke"]
+    results = compare([*args, "--methods", "compare/lazy", "--seeds", "2", "--out", str(tmp_path)], build_cli)
+    assert list(results) == ["Network", "NTK"]
+    assert all(len(results[m]["test_acc"]) == 2 for m in results)
+    assert results["NTK"]["cos_similarity"] is None  # no learned neurons to align
+    ntk = yaml.safe_load((tmp_path / "methods" / "ntk" / "config.yaml").read_text())["model"]
+    assert ntk["class_path"] == "ModuleClassifier" and ntk["init_args"]["linearize"] is True
+    assert "init" not in ntk["init_args"]  # the two-layer learner's arguments did not leak into FC's
