@@ -2,7 +2,7 @@
 
 From step 3 on, Shi et al.'s process (``configs/experiments/shi_parity.yaml``) trains only
 the second layer: the first layer's rate is 0. featlearn then computes no gradient for it
-(``ScheduledSGDModule._idle_parameters``), and takes the pre-activations of the batch's
+(``featlearn.models.sgd.ScheduledSGD.idle_parameters``), and takes the pre-activations of the batch's
 training rows from Z = W X + b computed once for the training set
 (``TwoLayerNet.frozen_preactivations``). This script times that stage at E.1.1's size
 (d = 500, 600 neurons, 5 seeds as one ensemble, batches of 1000 from 50000 training
@@ -30,6 +30,7 @@ from bench_throughput import paired, timed_fit
 
 from featlearn.datamodules import SparseCoding
 from featlearn.models import TwoLayerNet
+from featlearn.models.sgd import ScheduledSGD
 
 warnings.filterwarnings("ignore")
 SEEDS = 5
@@ -40,14 +41,14 @@ DATA = dict(d=500, D=100, k=5, train_size=50000, test_size=0, val_size=0, batch_
 
 def run(skip: bool, cache: bool, steps: int, warmup: int = 3) -> tuple[float, torch.Tensor]:
     """(member-steps per second, final a) of the classifier stage with or without the skip and the cache."""
-    original = TwoLayerNet._idle_parameters
+    original = ScheduledSGD.idle_parameters
     if not skip:
-        TwoLayerNet._idle_parameters = lambda self, step: []  # every group differentiated, as before
+        ScheduledSGD.idle_parameters = lambda self, step, processes=1: []  # every group differentiated, as before
     try:
         model = TwoLayerNet(500, **shi(600, preactivation_cache_mb=2048.0 if cache else 0.0, **STAGE))
         rate = timed_fit(model, SparseCoding(**DATA), steps, warmup, tensorboard=False)
     finally:
-        TwoLayerNet._idle_parameters = original
+        ScheduledSGD.idle_parameters = original
     return rate * SEEDS, model.output_weights().clone()
 
 

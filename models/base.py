@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from featlearn.batches import SetRows, batch_rows
 from featlearn.contracts import EvaluationData, require
 from featlearn.models.losses import LOSSES
+from featlearn.models.sgd import DivergenceGuard, ScheduledSGD, member_metrics
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int, check_number
@@ -124,13 +125,15 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
         self.ensemble_size = ensemble_size
         self.max_members_logged = max_members_logged
-        #: The trained parameter groups: name -> (parameters, rate schedule, L2 schedule).
-        self.parameter_groups: dict[str, tuple[list[nn.Parameter], Schedule, Schedule]] = {}
         #: The run's data model, handed over by :meth:`connect_data` (None until then).
         self.data_model: Any = None
         self.momentum = as_schedule(momentum, "model.momentum")  # values >= 0 checked there
         if any(v >= 1 for v in _segment_values(self.momentum)):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
+        #: The update rule: parameter groups, their schedules, momentum, idle groups (:mod:`~featlearn.models.sgd`).
+        self.sgd = ScheduledSGD(self.momentum)
+        #: The divergence check over the updates since the last logging step.
+        self.divergence = DivergenceGuard()
         self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
         if any(v > 1 for v in _segment_values(self.class_weighting)):
             raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
@@ -139,11 +142,6 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             if positive_rate >= 1:
                 raise ValueError(f"model.positive_rate must lie in (0, 1), got {positive_rate!r}.")
         self.positive_rate = positive_rate
-        # Per-member losses (S,) of the updates since the last divergence check, from step
-        # _pending_from on. Checked in one go on logging steps, every _CHECK_EVERY updates
-        # and at the end: no per-update kernels or host syncs, and still the exact step.
-        self._pending_losses: list[Tensor] = []
-        self._pending_from = 0
         #: Per-member training losses (S,) at step 1 and at each logging step, on the CPU: step ->
         #: losses (the whole batch's, with several processes). Public: observers read it (e.g. to
         #: flag a loss that grew by orders of magnitude).
@@ -154,8 +152,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     # ------------------------------------------------------------------ subclass API
     def set_parameter_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
         """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule); empty ones are dropped."""
-        groups = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items()}
-        self.parameter_groups = {name: group for name, group in groups.items() if group[0]}
+        self.sgd.set_groups(groups)
+
+    @property
+    def parameter_groups(self) -> dict[str, tuple[list[nn.Parameter], Schedule, Schedule]]:
+        """The trained parameter groups: name -> (parameters, rate schedule, L2 schedule)."""
+        return self.sgd.groups
 
     @abc.abstractmethod
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
@@ -199,26 +201,19 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def scheduled_values(self, step: int) -> dict[str, float]:
         """Every scheduled hyperparameter in effect at ``step``, by its log name."""
-        values = {}
-        for name, (_, lr, wd) in self.parameter_groups.items():
-            values[f"lr_{name}"] = lr(step)
-            values[f"weight_decay_{name}"] = wd(step)
-        if not self.momentum.is_zero:
-            values["momentum"] = self.momentum(step)
+        values = self.sgd.values(step)
         if not self.class_weighting.is_zero:
             values["class_weighting"] = self.class_weighting(step)
         return values
 
     def schedules(self) -> list[Schedule]:
         """All schedules, for the coverage check at fit start."""
-        groups = [s for _, lr, wd in self.parameter_groups.values() for s in (lr, wd)]
-        return groups + [self.momentum, self.class_weighting]
+        return self.sgd.schedules() + [self.class_weighting]
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """Plain SGD, one group per parameter group; rates (and momentum) are set at every step."""
-        groups = [{"params": params, "lr": 0.0} for params, _, _ in self.parameter_groups.values()]
-        return torch.optim.SGD(groups, lr=0.0)
+        return self.sgd.optimizer()
 
     def configure_callbacks(self) -> list:
         """:class:`~featlearn.wiring.DataWiring`, which hands the data model to this learner and its observers."""
@@ -248,7 +243,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
-        self._pending_losses.clear()  # left over only if an earlier fit was interrupted
+        self.divergence.clear()  # left over only if an earlier fit was interrupted
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
         if not self.class_weighting.is_zero and self.positive_rate is None:
@@ -287,7 +282,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         x, y = batch
         step = self.global_step + 1
         self.check_batch(x)
-        idle = self._idle_parameters(step)
+        idle = self.sgd.idle_parameters(step, self._world_size)
         try:
             for p in idle:
                 p.requires_grad_(False)
@@ -297,10 +292,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             extra = self.extra_objective(batch, step)
             if extra is not None:
                 objective = objective + extra
-            for params, _, wd in self.parameter_groups.values():
-                lam = wd(step)
-                if lam:
-                    objective = objective + lam * sum((p * p).sum() for p in params)
+            for term in self.sgd.l2_terms(step):
+                objective = objective + term
             optimizer = self.optimizers()
             optimizer.zero_grad(set_to_none=True)
             if objective.requires_grad:  # False when every group is idle at this step
@@ -312,22 +305,6 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.record_update(losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
 
-    def _idle_parameters(self, step: int) -> list[nn.Parameter]:
-        """The parameters of the groups whose rate is 0 at ``step``: the update computes no gradient for them.
-
-        A plain SGD step at rate 0 leaves its parameters unchanged whatever their
-        gradient (and decay) is, so they stop requiring gradients for this one update
-        and autograd skips their backward (in Shi et al.'s process, the first layer's from
-        step 3 on, half of each step's arithmetic): the weights are exactly those of
-        computing it. ``training_update`` turns them back on when the update ends, also
-        on an error.
-        """
-        if not self.momentum.is_zero:  # a rate-0 group still moves its momentum buffer: differentiate it
-            return []
-        if self._world_size > 1:  # DDP waits for a gradient of every parameter it was given
-            return []
-        return [p for params, lr, _ in self.parameter_groups.values() if lr(step) == 0 for p in params]
-
     def check_batch(self, x: Tensor) -> None:
         """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
         if x.shape[0] != self.ensemble_size:
@@ -338,20 +315,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             )
 
     def apply_update(self, optimizer, step: int) -> None:
-        """Set every group's rate c * eta_g(step) and take the SGD step on the gradients in place."""
-        scale, momentum = self.gradient_scale(), self.momentum(step)
-        for group, (_, lr, _) in zip(optimizer.optimizer.param_groups, self.parameter_groups.values(), strict=True):
-            group["lr"] = scale * lr(step)
-            group["momentum"] = momentum
-        optimizer.step()
-        if momentum == 0 and not self.momentum.is_zero:
-            # torch's SGD leaves its buffer alone at momentum 0 and restarts it from the gradient
-            # when momentum returns; the heavy ball b_t = mu(t) b_{t-1} + g_t has b_t = g_t here.
-            state = optimizer.optimizer.state
-            for group in optimizer.optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        state[p]["momentum_buffer"] = p.grad.detach().clone()
+        """Set every group's rate c * eta_g(step) and take the SGD step in place (:class:`ScheduledSGD`)."""
+        self.sgd.step(optimizer, step, self.gradient_scale())
 
     @property
     def _world_size(self) -> int:
@@ -366,16 +331,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             return values
         return self.trainer.strategy.reduce(values, reduce_op="mean")
 
-    #: The most updates whose losses wait for a divergence check (bounds their memory).
-    _CHECK_EVERY = 256
-
     def record_update(self, losses: Tensor, step: int, batch_size: int) -> None:
         """Keep the losses (S,) for the divergence check and log on Lightning's cadence."""
-        if not self._pending_losses:
-            self._pending_from = step
-        self._pending_losses.append(losses)
+        full = self.divergence.add(losses, step)
         log_step = step % self.trainer.log_every_n_steps == 0
-        if log_step or len(self._pending_losses) >= self._CHECK_EVERY:
+        if log_step or full:
             self.raise_if_diverged()
         if log_step or step == 1:  # with W processes: the losses of the whole batch, W times this part's
             losses = self._across_processes(losses)
@@ -391,20 +351,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.raise_if_diverged()
 
     def raise_if_diverged(self) -> None:
-        """Raise at the first pending update whose loss is NaN or infinite; clear the pending losses."""
-        if not self._pending_losses:
-            return
-        # Every process checks the same values (NaN survives the mean), so all raise together.
-        finite = torch.isfinite(self._across_processes(torch.stack(self._pending_losses))).all(dim=1)  # (n,)
-        self._pending_losses.clear()
-        if not bool(finite.all()):
-            bad = self._pending_from + int((~finite).nonzero()[0, 0])
-            values = ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(bad).items())
-            raise FloatingPointError(
-                f"Training diverged: the loss became NaN or infinite at update step {bad} "
-                f"(in effect then: {values}). Lower the learning rate (model.lr / lr_w / lr_a) "
-                f"from that step, or shrink the initialisation."
-            )
+        """Raise at the first pending update whose loss is NaN or infinite (:class:`DivergenceGuard`).
+
+        Raises:
+            FloatingPointError: Naming the step and the hyperparameters in effect then.
+        """
+        self.divergence.check(
+            self._across_processes, lambda step: ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(step).items())
+        )
 
     def _log_train(self, losses: Tensor, step: int, batch_size: int) -> None:
         # One self.log (progress bar, callback_metrics); the rest goes straight to the
@@ -421,13 +375,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                 logger.log_metrics(metrics, step=step)
 
     def _member_metrics(self, split: str, name: str, values: Tensor) -> dict[str, Tensor]:
-        """min/max across members and per-member values when the ensemble is small."""
-        if values.numel() == 1:
-            return {}
-        out = {f"{split}/{name}_min": values.min(), f"{split}/{name}_max": values.max()}
-        if values.numel() <= self.max_members_logged:
-            out.update({f"{split}_members/{name}_{s}": v for s, v in enumerate(values)})
-        return out
+        return member_metrics(split, name, values, self.max_members_logged)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:

@@ -12,6 +12,7 @@ import torch
 
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
+from featlearn.models.sgd import DivergenceGuard, ScheduledSGD
 
 from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
@@ -87,7 +88,7 @@ def test_divergence_between_log_steps_names_the_same_first_step(
 
     reference = first_bad_step(1)
     assert reference > jump - 1
-    monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", check_every)
+    monkeypatch.setattr(DivergenceGuard, "check_every", check_every)
     assert first_bad_step(log_every, updates_per_batch) == reference
 
 
@@ -109,18 +110,18 @@ def test_diverged_weights_are_not_checkpointed(fit, tmp_path):
 
 
 def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
-    monkeypatch.setattr(TwoLayerNet, "_CHECK_EVERY", 4)
+    monkeypatch.setattr(DivergenceGuard, "check_every", 4)
     model = TwoLayerNet(8, **grouped(6, lr=0.1, seed=0))
     seen = []
     original = TwoLayerNet.raise_if_diverged
 
     def spy(self):
-        seen.append(len(self._pending_losses))
+        seen.append(len(self.divergence.pending))
         original(self)
 
     monkeypatch.setattr(TwoLayerNet, "raise_if_diverged", spy)
     fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
-    assert seen == [4, 4, 2] and model._pending_losses == []
+    assert seen == [4, 4, 2] and model.divergence.pending == []
 
 
 def test_schedule_shorter_than_run_fails_before_training(fit):
@@ -286,7 +287,7 @@ def test_groups_at_rate_zero_get_no_gradient_and_the_same_weights(fit, monkeypat
 
     def run(skip):
         if not skip:
-            monkeypatch.setattr(TwoLayerNet, "_idle_parameters", lambda self, step: [])
+            monkeypatch.setattr(ScheduledSGD, "idle_parameters", lambda self, step, processes=1: [])
         model = TwoLayerNet(12, **grouped(8, **process))
         data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=50, val_size=0, batch_size=50, ensemble_size=2)
         fit(model, data, 6)
