@@ -8,7 +8,7 @@ from featlearn._guard import require_featlearn_namespace
 
 require_featlearn_namespace(__name__, "datamodules")
 
-from featlearn.datamodules.base import DataModel, SyntheticDataModule  # noqa: E402
+from featlearn.datamodules.base import DataModel, HiddenVariableDataModule, SyntheticDataModule  # noqa: E402
 from featlearn.datamodules.dictionary import DictionaryDataModule  # noqa: E402
 from featlearn.datamodules.gaussian_mixture import GaussianMixture  # noqa: E402
 from featlearn.datamodules.hidden_representation import HiddenRepresentation  # noqa: E402
@@ -23,6 +23,7 @@ __all__ = [
     "DataModel",
     "DictionaryDataModule",
     "GaussianMixture",
+    "HiddenVariableDataModule",
     "HiddenRepresentation",
     "ImageDataModule",
     "LabelledTensors",

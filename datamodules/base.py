@@ -471,6 +471,37 @@ class SyntheticDataModule(DataModel):
         return cached
 
 
+class HiddenVariableDataModule(SyntheticDataModule):
+    """A distribution whose inputs are drawn from hidden variables h: x = F(h, noise), y = g(h).
+
+    A subclass implements :meth:`sample_with_hidden`, which also returns the hidden vectors
+    (the dictionary's patterns phi~ of :class:`~featlearn.datamodules.DictionaryDataModule`,
+    the cluster signs eps of :class:`~featlearn.datamodules.GaussianMixture`): tests and
+    diagnostics check the law on them. :meth:`sample` is the same draw without them.
+    """
+
+    @abc.abstractmethod
+    def sample_with_hidden(
+        self, n: int, generator: torch.Generator, device: torch.device
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Draw n samples and the hidden vectors that generated them.
+
+        Args:
+            n: Number of samples.
+            generator: The only source of randomness (on ``device``).
+            device: Where to create the tensors.
+
+        Returns:
+            ``x`` (n, d), ``y`` (n,) in {-1, +1} and the hidden vectors h (n, ...), all of
+            dtype :attr:`dtype`.
+        """
+
+    def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
+        """Draw n samples: :meth:`sample_with_hidden` without the hidden vectors."""
+        x, y, _ = self.sample_with_hidden(n, generator, device)
+        return x, y
+
+
 def _constructor_arguments(instance: DataModel, frame) -> dict:
     """The arguments every ``__init__`` of ``instance`` was called with, read from their frames.
 

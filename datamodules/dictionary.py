@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from featlearn.contracts import GroundTruth
-from featlearn.datamodules.base import SyntheticDataModule
+from featlearn.datamodules.base import HiddenVariableDataModule
 from featlearn.datamodules.sparse_coding_law import (
     HiddenLaw,
     complement,
@@ -41,7 +41,7 @@ GAMMA_FLOOR = 1e-3
 E11_GAMMA = 0.25
 
 
-class DictionaryDataModule(SyntheticDataModule):
+class DictionaryDataModule(HiddenVariableDataModule):
     r"""Inputs ``x~ = M phi~ + zeta`` from a dictionary M and a hidden binary vector phi~.
 
     Shi, Wei & Liang (2022), Section 3, eq. (1), with the generalisations of
@@ -339,26 +339,10 @@ class DictionaryDataModule(SyntheticDataModule):
             "positive_rate": float(self.positive_probability),
         }
 
-    def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
-        """Draw n normalised inputs x = (x~ - E x~)/sigma~ and their labels."""
-        x, y, _ = self.sample_with_hidden(n, generator, device)
-        return x, y
-
     def sample_with_hidden(
         self, n: int, generator: torch.Generator, device: torch.device
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Draw n samples and the hidden vectors that generated them.
-
-        Args:
-            n: Number of samples.
-            generator: The only source of randomness (on ``device``).
-            device: Where to create the tensors.
-
-        Returns:
-            ``x`` (n, d) normalised inputs, ``y`` (n,) labels in {-1, +1}, and
-            ``phi`` (n, D) the hidden vectors phi~ in {0, 1} (all of dtype
-            :attr:`dtype`).
-        """
+        """N normalised inputs x = (x~ - E x~)/sigma~, their labels, and ``phi`` (n, D): the hidden phi~ in {0, 1}."""
         t = self._tensors_on(device)
         k, law = self.k, self._law
         # 1. The component and the pattern on A, from the exact (conditioned) law.

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from featlearn.contracts import GroundTruth
-from featlearn.datamodules.base import SyntheticDataModule
+from featlearn.datamodules.base import HiddenVariableDataModule
 from featlearn.linalg import orthonormal_columns
 from featlearn.sampling import rademacher
 from featlearn.schedules import ScheduleSpec
@@ -19,7 +19,7 @@ from featlearn.validation import check_int, check_number
 MAX_K = 20
 
 
-class GaussianMixture(SyntheticDataModule):
+class GaussianMixture(HiddenVariableDataModule):
     r"""2^k Gaussian clusters on the vertices of a hypercube, labelled by parity.
 
     Shi, Wei & Liang (2022), Appendix E.3.2, eq. (290). With ``M in R^{d x k}``
@@ -102,25 +102,10 @@ class GaussianMixture(SyntheticDataModule):
         """Per-coordinate standard deviation of g: sigma_r sqrt(k / d)."""
         return self.sigma_r * math.sqrt(self.k / self.d)
 
-    def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
-        """Draw n points x = M eps + g with labels y = prod_i eps_i."""
-        x, y, _ = self.sample_with_hidden(n, generator, device)
-        return x, y
-
     def sample_with_hidden(
         self, n: int, generator: torch.Generator, device: torch.device
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Draw n samples and the signs that chose their clusters.
-
-        Args:
-            n: Number of samples.
-            generator: The only source of randomness (on ``device``).
-            device: Where to create the tensors.
-
-        Returns:
-            ``x`` (n, d), ``y`` (n,) in {-1, +1} and ``eps`` (n, k) in {-1, +1}, all
-            of dtype :attr:`dtype`.
-        """
+        """N points x = M eps + g, their labels y = prod_i eps_i, and ``eps`` (n, k): the signs of their clusters."""
         device = torch.device(device)
         m = self._m_on.get(device)
         if m is None:

@@ -31,7 +31,7 @@ from typing import Any
 
 #: What a user may write for a scheduled hyperparameter: a number, or a list of
 #: segment mappings with keys ``start``, ``end``, ``value``, ``end_value``, ``decay``.
-ScheduleSpec = float | int | Sequence[Mapping[str, Any]]
+ScheduleSpec = int | float | Sequence[Mapping[str, Any]]
 
 DECAYS = ("constant", "linear", "cosine", "exponential")
 _SEGMENT_KEYS = {"start", "end", "value", "end_value", "decay"}

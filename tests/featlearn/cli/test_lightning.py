@@ -225,6 +225,7 @@ def test_versioned_logs_config_and_metrics(tmp_path):
     run_dir = next((tmp_path / "runs").glob("*/version_1"))
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["seed_everything"] == 0 and saved["data"]["init_args"]["dim"] == 8
+    assert saved["data"]["init_args"]["batch_size"] == 16 and isinstance(saved["data"]["init_args"]["batch_size"], int)
     # The linked input_dim is derived at instantiation; the model's hparams record it.
     assert yaml.safe_load((run_dir / "hparams.yaml").read_text())["input_dim"] == 8
     assert list(run_dir.glob("events.out.tfevents.*"))

@@ -65,8 +65,11 @@ def test_a_cache_folder_that_cannot_be_written_is_refused(tmp_path):
         TeacherSearch(network=FC_DIGITS, sizes=[1, 2, 4], cache_dir=str(blocker / "cache"))
 
 
-def test_two_sizes_suffice_when_the_user_sets_the_size(tmp_path):
-    TeacherSearch(network=FC_DIGITS, sizes=[], size=9, cache_dir=str(tmp_path))
+def test_a_set_size_needs_no_grid_while_a_sweep_needs_three_sizes(tmp_path):
+    fixed = TeacherSearch(network=FC_DIGITS, sizes=[], size=9, cache_dir=str(tmp_path))
+    assert fixed.size == 9 and fixed.sizes == []
+    with pytest.raises(ValueError, match="teacher.init_args.sizes has 2 size.*set teacher.init_args.size"):
+        TeacherSearch(network=FC_DIGITS, sizes=[1, 2], cache_dir=str(tmp_path))
 
 
 def trained_widths(monkeypatch) -> list[int]:
