@@ -185,7 +185,7 @@ class TwoLayerNetwork(nn.Module):
         check_int("model.input_dim", input_dim, 1)
         check_int("model.ensemble_size", ensemble_size, 1)
         self.input_dim, self.width, self.ensemble_size = input_dim, width, ensemble_size
-        self.activation = activation
+        self.activation, self.output_scale = activation, output_scale
         self.sigma = ACTIVATIONS[activation]
         self.scale = 1.0 / width if output_scale == "mean_field" else 1.0
         self.w = nn.Parameter(torch.zeros(ensemble_size, width, input_dim))  # (S, p, d)
@@ -194,6 +194,11 @@ class TwoLayerNetwork(nn.Module):
             self.b = nn.Parameter(torch.zeros(ensemble_size, width))  # (S, p)
         else:
             self.register_parameter("b", None)
+
+    @property
+    def architecture(self) -> TwoLayerArchitecture:
+        """What the network computes (width, activation, bias, output scale), without its members or d."""
+        return TwoLayerArchitecture(self.width, self.activation, self.b is not None, self.output_scale)
 
     def preactivation(self, x: Tensor) -> Tensor:
         """w_j . x + b_j for every member and neuron: x (S, B, d) -> (S, B, p)."""

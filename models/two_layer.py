@@ -18,13 +18,44 @@ from featlearn.seeding import NOISE, GeneratorPool
 from featlearn.validation import check_bool, check_choice, check_int, check_number
 
 
+def member_architecture(network, input_dim: int | None) -> tuple[int, TwoLayerArchitecture]:
+    """(d, architecture) of the network a two-layer learner is handed.
+
+    ``network`` is the network of one member, a :class:`TwoLayerNetwork` (what the command
+    line builds from ``network: {width: ..., ...}``, with d linked from the data model), or a
+    :class:`TwoLayerArchitecture` or mapping of its fields with d given as ``input_dim``.
+
+    Raises:
+        ValueError: d is missing or disagrees with the network's, or ``network`` is missing.
+    """
+    if network is None:
+        raise ValueError("model.network is missing: give the network, e.g. network: {width: 512}.")
+    if isinstance(network, TwoLayerNetwork):
+        if network.ensemble_size != 1:
+            raise ValueError(
+                f"model.network.ensemble_size is {network.ensemble_size}: the network is one member's; set the "
+                f"number of members as model.ensemble_size."
+            )
+        if input_dim is not None and input_dim != network.input_dim:
+            raise ValueError(
+                f"model.input_dim = {input_dim} but the network's input_dim is {network.input_dim}: give d once "
+                f"(the command line links it from the data model)."
+            )
+        return network.input_dim, network.architecture
+    check_int("model.input_dim", input_dim, 1)
+    return input_dim, as_dataclass(network, TwoLayerArchitecture)
+
+
 class TwoLayerNet(ScheduledSGDModule):
     r"""Trains the two-layer network f(x) = c sum_j a_j sigma(w_j . x + b_j) by scheduled SGD.
 
-    A config reads as "this network, initialised so, trained this way": ``network``
-    (:class:`~featlearn.models.networks.TwoLayerArchitecture`: width, activation,
-    bias, output scale), ``init`` (:class:`~featlearn.models.networks.Initialization`)
-    and the training settings below.
+    A config reads as "this network, initialised so, trained this way": ``network`` (the
+    network of one member, a :class:`~featlearn.models.networks.TwoLayerNetwork`: width,
+    activation, bias, output scale, with d linked from the data model), ``init``
+    (:class:`~featlearn.models.networks.Initialization`) and the training settings below.
+    As every featlearn learner that trains a network (:class:`~featlearn.models.ModuleClassifier`
+    too), it is handed the network of one member and trains S independently initialised
+    members of it.
 
     With ``network: {width: p}``, ``lr`` and every other argument at its default this
     is exactly the model and update of Glasgow (2023), Section 2.2: ReLU, no bias,
@@ -46,8 +77,11 @@ class TwoLayerNet(ScheduledSGDModule):
     :mod:`featlearn.schedules`); the values in effect are logged under ``sched/``.
 
     Args:
-        input_dim: d (linked from the data model by the CLI).
-        network: The architecture (a :class:`TwoLayerArchitecture` or a mapping of its fields).
+        input_dim: d, where ``network`` is not a :class:`TwoLayerNetwork` (the command line
+            links d from the data model into the network).
+        network: The network of one member: a :class:`TwoLayerNetwork` (its architecture and
+            d are used; its weights are drawn anew per member from ``init``), or a
+            :class:`TwoLayerArchitecture` or mapping of its fields.
         init: The initialisation (an :class:`Initialization` or a mapping of its fields).
         lr: *schedule*, the learning rate eta of both layers.
         lr_w: *schedule*, eta_w for the first layer (w and b); defaults to ``lr``.
@@ -85,8 +119,8 @@ class TwoLayerNet(ScheduledSGDModule):
 
     def __init__(
         self,
-        input_dim: int,
-        network: TwoLayerArchitecture,
+        input_dim: int | None = None,
+        network: TwoLayerNetwork | None = None,
         init: Initialization | None = None,
         lr: ScheduleSpec | None = None,
         lr_w: ScheduleSpec | None = None,
@@ -118,11 +152,10 @@ class TwoLayerNet(ScheduledSGDModule):
             positive_rate=positive_rate,
         )
         self.save_hyperparameters()
-        check_int("model.input_dim", input_dim, 1)
-        network = as_dataclass(network, TwoLayerArchitecture)
+        input_dim, network = member_architecture(network, input_dim)
         init = Initialization() if init is None else as_dataclass(init, Initialization)
         # Plain mappings in the checkpoint: it must load with torch's weights-only unpickler.
-        self.hparams.update(network=asdict(network), init=asdict(init))
+        self.hparams.update(input_dim=input_dim, network=asdict(network), init=asdict(init))
         for name, value in (
             ("train_first_layer", train_first_layer),
             ("train_second_layer", train_second_layer),
@@ -137,6 +170,7 @@ class TwoLayerNet(ScheduledSGDModule):
         self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
         self._generators = GeneratorPool()
 
+        # The members: S networks of the given architecture, member s initialised from (seed + s, INIT).
         base = TwoLayerNetwork(
             input_dim, network.width, ensemble_size, network.activation, network.bias, network.output_scale
         )

@@ -76,6 +76,8 @@ class FeatlearnCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
         parser.link_arguments("data.input_dim", "model.init_args.input_dim", apply_on="instantiate")
+        # The network a learner is handed takes d too, where it has an input_dim (TwoLayerNetwork).
+        parser.link_arguments("data.input_dim", "model.init_args.network.init_args.input_dim", apply_on="instantiate")
         parser.add_argument("--test_after_fit", type=bool, default=True, help="Evaluate the test set after fit.")
         parser.add_argument(
             "--teacher",

@@ -80,4 +80,4 @@ def test_wheel_install_runs_a_shipped_experiment_from_another_folder(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     saved = yaml.safe_load((elsewhere / "runs" / "glasgow_xor" / "version_0" / "config.yaml").read_text())
     assert saved["trainer"]["limit_val_batches"] == 0  # base.yaml was applied (Lightning's default is 1.0)
-    assert saved["model"]["init_args"]["network"]["width"] == 4
+    assert saved["model"]["init_args"]["network"]["init_args"]["width"] == 4  # the network handed to the learner

@@ -363,3 +363,41 @@ def test_class_weights_without_a_prior_fail_before_the_first_step(fit):
     model = TwoLayerNet(8, **grouped(3, lr=0.1), class_weighting=1.0)
     with pytest.raises(ValueError, match="model.class_weighting needs Pr\\[y = \\+1\\]: set model.positive_rate"):
         fit(model, BooleanXOR(dim=8, batch_size=16), 2)
+
+
+def test_the_learner_is_handed_one_members_network_and_trains_s_members_of_it():
+    """As ModuleClassifier: the network given is one member's; the learner draws S members from init."""
+    from featlearn.models import TwoLayerNetwork
+
+    handed = TwoLayerNet(
+        network=TwoLayerNetwork(6, 8, activation="truncated_relu", bias=True), lr=0.1, ensemble_size=3, seed=2
+    )
+    spelled = TwoLayerNet(
+        6, network={"width": 8, "activation": "truncated_relu", "bias": True}, lr=0.1, ensemble_size=3, seed=2
+    )
+    for p, q in zip(handed.net.parameters(), spelled.net.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert handed.net.w.shape == (3, 8, 6) and handed.hparams["input_dim"] == 6
+    assert handed.hparams["network"] == {
+        "width": 8,
+        "activation": "truncated_relu",
+        "bias": True,
+        "output_scale": "mean_field",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"input_dim": 5}, "model.input_dim = 5 but the network's input_dim is 6"),
+        ({"network_members": 2}, "model.network.ensemble_size is 2"),
+        ({"network": None}, "model.network is missing"),
+    ],
+)
+def test_a_handed_network_that_disagrees_with_the_learner_is_refused(kwargs, match):
+    from featlearn.models import TwoLayerNetwork
+
+    members = kwargs.pop("network_members", 1)
+    network = kwargs.pop("network", TwoLayerNetwork(6, 4, ensemble_size=members))
+    with pytest.raises(ValueError, match=match):
+        TwoLayerNet(network=network, lr=0.1, **kwargs)
