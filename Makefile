@@ -14,7 +14,7 @@ $(BIN)/featlearn: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_PINS)
-	$(BIN)/python -m pip install -q -e '.[test,figures,data]'
+	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(BIN)/featlearn
 
 setup: $(BIN)/featlearn

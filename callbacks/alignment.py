@@ -201,7 +201,7 @@ class FeatureAlignment(DiagnosticCallback):
             except ImportError as err:
                 raise ImportError(
                     "FeatureAlignment's MDS pictures need matplotlib and scikit-learn: "
-                    "`pip install -e '.[figures]'`, or set mds_steps: [] to skip them."
+                    "`pip install matplotlib scikit-learn` (dependencies of featlearn), or set mds_steps: []."
                 ) from err
         self._last_step = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
 

@@ -257,7 +257,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
 
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
-        except ModuleNotFoundError:  # pictures are optional (pip install featlearn[figures])
+        except ModuleNotFoundError:  # a dependency of featlearn; pictures are skipped if it was removed
             return
         from featlearn.callbacks.pictures import publish_figure
 

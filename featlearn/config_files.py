@@ -80,3 +80,19 @@ def resolve_config_args(args: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+def config_files(args: list[str]) -> list[str]:
+    """The files that ``--config`` (``--config=``, ``-c``) values of resolved ``args`` name (inline YAML left out)."""
+    files, expect_value = [], False
+    for arg in args:
+        value = None
+        if expect_value:
+            value, expect_value = arg, False
+        elif arg in ("--config", "-c"):
+            expect_value = True
+        elif arg.startswith(("--config=", "-c=")):
+            value = arg.split("=", 1)[1]
+        if value is not None and not any(c in value for c in ":{\n"):
+            files.append(value)
+    return files

@@ -216,7 +216,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         return self.sgd.optimizer()
 
     def configure_callbacks(self) -> list:
-        """:class:`~featlearn.wiring.DataWiring`, which hands the data model to this learner and its observers."""
+        """:class:`~featlearn.wiring.DataWiring`, which hands the data model to this learner and its observers.
+
+        None when the trainer has one already (a test after fit, or one the user added).
+        """
+        if any(isinstance(callback, DataWiring) for callback in self.trainer.callbacks):
+            return []
         return [DataWiring()]
 
     def connect_data(self, data: Any) -> None:

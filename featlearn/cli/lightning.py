@@ -33,7 +33,8 @@ from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
-from featlearn.config_files import base_config, resolve_config_args  # noqa: E402
+from featlearn.cli.checks import check_checkpoint_path, check_trainer, check_yaml_files  # noqa: E402
+from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
 
@@ -85,6 +86,13 @@ class FeatlearnCLI(LightningCLI):
             default=None,
             help="Algorithm 1 of Shi et al. (E.5): the teacher that labels a TeacherMixture data model.",
         )
+
+    def parse_arguments(self, parser, args) -> None:
+        """Parse, then check what would fail later (trainer settings, the checkpoint), before anything is built."""
+        super().parse_arguments(parser, args)
+        config = self.config.get(self.config.get("subcommand") or "", self.config)
+        check_trainer(config.get("trainer") or {})
+        check_checkpoint_path(config.get("ckpt_path"))
 
     def before_instantiate_classes(self) -> None:
         """Give the data model the learner's ensemble size and fill null process constants."""
@@ -143,13 +151,18 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
     """
     if args is None:  # the console script: resolve in place, so LightningCLI reads sys.argv as usual
         sys.argv[1:] = resolve_config_args(sys.argv[1:])
+        check_yaml_files(config_files(sys.argv[1:]))
     else:
         args = resolve_config_args(list(args))
+        check_yaml_files(config_files(args))
     defaults = [str(base_config())]
+    # The parser raises its errors instead of printing its usage and exiting: featlearn.cli.errors
+    # turns them into one message.
+    parser_settings = {"default_config_files": defaults, "exit_on_error": False}
     parser_kwargs = (
-        {sub: {"default_config_files": defaults} for sub in ("fit", "validate", "test", "predict")}
+        {"exit_on_error": False, **{sub: parser_settings for sub in ("fit", "validate", "test", "predict")}}
         if run
-        else {"default_config_files": defaults}
+        else parser_settings
     )
     return FeatlearnCLI(
         model_class=pl.LightningModule,

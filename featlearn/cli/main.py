@@ -15,6 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from featlearn.cli.errors import report_errors
+
 
 def configs_command(argv: list[str]) -> None:
     """``featlearn configs``: list the shipped experiments; ``featlearn configs copy NAME [DEST]``: copy one."""
@@ -59,8 +61,18 @@ def use_working_folder() -> None:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``featlearn`` console script and ``python -m featlearn``."""
+    """Entry point of the ``featlearn`` console script and ``python -m featlearn``.
+
+    A user's error (a bad setting, a missing file) prints one message and exits with status 2
+    (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1`` shows the traceback).
+    """
     use_working_folder()
+    with report_errors():
+        dispatch(args)
+
+
+def dispatch(args: list[str] | None) -> None:
+    """Run the subcommand ``args[0]`` (``sys.argv`` when None)."""
     argv = sys.argv[1:] if args is None else list(args)
     command = argv[0] if argv else None
     if command == "compare":
@@ -89,11 +101,7 @@ def main(args: list[str] | None = None) -> None:
                 "featlearn samples --help, featlearn teacher-check --help, "
                 "featlearn configs [copy NAME [DEST]]\n"
             )
-        try:
-            build_cli(args)  # None: LightningCLI reads sys.argv itself
-        except FileNotFoundError as err:  # an unknown --config name: say so, no traceback
-            print(f"featlearn: error: {err}", file=sys.stderr)
-            raise SystemExit(2) from None
+        build_cli(args)  # None: LightningCLI reads sys.argv itself
 
 
 if __name__ == "__main__":

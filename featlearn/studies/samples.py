@@ -537,7 +537,7 @@ def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
-        print("[samples] matplotlib is not installed: no samples.png (pip install featlearn[figures])", flush=True)
+        print("[samples] matplotlib is not installed: no samples.png (pip install matplotlib)", flush=True)
         return
     figure, axes = plt.subplots(figsize=(6, 4.5))
     for index, (method, fit) in enumerate(fits.items()):

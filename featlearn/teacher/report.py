@@ -81,7 +81,7 @@ def plot_sweep(search: TeacherSearch, trainer: pl.Trainer) -> None:
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
         warnings.warn(
-            "matplotlib is not installed: no teacher_sweep.png (pip install featlearn[figures]).", stacklevel=2
+            "matplotlib is not installed: no teacher_sweep.png (pip install matplotlib).", stacklevel=2
         )
         return
     params = [row["parameters"] for row in search.sweep]

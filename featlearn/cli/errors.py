@@ -1,0 +1,137 @@
+"""Errors a person reads: one message that names the parameter, the value and the fix, no traceback.
+
+A bad setting is found deep inside the config parser or a constructor, and arrives
+wrapped in the parser's own errors ("Does not validate against any of the Union
+subtypes ..."). :func:`explain` takes the innermost message, the one featlearn wrote, and
+for an argument a class does not take, names the closest one it does.
+:func:`report_errors` prints it and exits with status 2; ``FEATLEARN_TRACEBACK=1`` shows
+the traceback instead, for debugging.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib
+import inspect
+import os
+import re
+import sys
+from collections.abc import Iterator
+
+import yaml
+from jsonargparse import ArgumentError
+from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+#: The errors a run's settings cause: shown as one message. Anything else is a bug and keeps its traceback.
+USER_ERRORS = (
+    ValueError,
+    TypeError,
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    FloatingPointError,
+    ImportError,
+    ArgumentError,
+    MisconfigurationException,
+    yaml.YAMLError,
+)
+#: Set to 1 to see the traceback of an error featlearn would otherwise explain in one message.
+TRACEBACK_VARIABLE = "FEATLEARN_TRACEBACK"
+#: Lines the parser wraps real messages in.
+_WRAPPERS = ("Does not validate against any of the Union subtypes", "Problem with given class_path", "Parser key")
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then its causes, outermost first."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        # As Python prints it: the explicit cause, else the context unless `raise ... from None` hid it.
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+
+
+def accepted_arguments(class_path: str) -> list[str]:
+    """The keyword arguments ``class_path``'s constructor takes, its bases' through ``**kwargs`` included."""
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return []
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters.values()
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        names += [p.name for p in parameters if p.kind in named and p.name != "self"]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return list(dict.fromkeys(names))
+
+
+def _unknown_argument(text: str) -> str | None:
+    """A message for an argument a class does not take, with the closest one it does; None if none is named."""
+    unknown = re.search(r"unrecognized arguments: --([\w.]+)", text) or re.search(
+        r"Key ['\"]([\w.]+)['\"] is not expected", text
+    )
+    owner = re.search(r"Problem with given class_path '([\w.]+)'", text)
+    group = re.search(r'Parser key "(\w+)"', text)
+    if not (unknown and owner):
+        return None
+    key = unknown.group(1).removeprefix("init_args.")
+    head = key.split(".")[0]
+    prefix = f"--{group.group(1)}.init_args." if group else "--"
+    accepted = accepted_arguments(owner.group(1))
+    name = owner.group(1).rpartition(".")[2]
+    close = difflib.get_close_matches(head, accepted, n=1)
+    if close:
+        fix = f"did you mean {prefix}{close[0]}{key[len(head) :]}?"
+    else:
+        fix = f"it takes {', '.join(accepted)}." if accepted else "see `featlearn fit --help`."
+    return f"{prefix}{key}: {name} takes no argument {head!r}; {fix}"
+
+
+def explain(error: BaseException) -> str:
+    """The message a person needs from ``error``: featlearn's own, not the parser's wrapping of it."""
+    chain = list(_chain(error))
+    everything = "\n".join(str(e) for e in chain)
+    unknown = _unknown_argument(everything)
+    if unknown:
+        return unknown
+    for candidate in reversed(chain):  # innermost first: the message nearest the cause
+        text = str(candidate).strip()
+        if isinstance(candidate, SystemExit) or not text or text.startswith(_WRAPPERS):
+            continue
+        if isinstance(candidate, yaml.YAMLError):
+            return f"a config is not valid YAML: {' '.join(text.split())}"
+        return text
+    listed = re.findall(r"^\s*- (.+)$", everything, flags=re.M)  # the parser's list of reasons
+    reasons = [r for r in listed if not r.startswith(("Expected a <class 'NoneType'>", "Problem with given"))]
+    return reasons[-1] if reasons else str(error)
+
+
+@contextlib.contextmanager
+def report_errors(command: str = "featlearn") -> Iterator[None]:
+    """Run the block; a user's error becomes one line on stderr and exit status 2 (no traceback).
+
+    ``FEATLEARN_TRACEBACK=1`` lets the error through with its traceback.
+    """
+    try:
+        yield
+    except USER_ERRORS as error:
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            raise
+        print(f"{command}: error: {explain(error)}", file=sys.stderr)
+        print(f"({TRACEBACK_VARIABLE}=1 shows where it was raised.)", file=sys.stderr)
+        raise SystemExit(2) from None
+    except SystemExit as exit_:
+        # The parser exits after printing its own message; a wrapped error exits with ours.
+        cause = exit_.__context__
+        if exit_.code not in (0, None) and isinstance(cause, USER_ERRORS) and os.environ.get(TRACEBACK_VARIABLE) != "1":
+            print(f"{command}: error: {explain(cause)}", file=sys.stderr)
+            raise SystemExit(2) from None
+        raise
