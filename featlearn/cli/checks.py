@@ -97,3 +97,155 @@ def check_checkpoint_path(ckpt_path) -> None:
             f"file (runs/NAME/version_K/checkpoints/last.ckpt), or --ckpt_path last to resume the latest run "
             f"of this experiment."
         )
+
+
+# ---------------------------------------------------------------------------- resuming
+def resolve_last_checkpoint(config) -> None:
+    """``--ckpt_path last``: the latest run of this experiment that has a ``last.ckpt``, continued in its own folder.
+
+    Lightning's own ``last`` looks in the new run's folder, which is empty. Here the
+    logger's ``save_dir/name/version_*`` folders are searched, the highest version with a
+    ``checkpoints/last.ckpt`` is taken, and the logger is pointed at that folder, so the
+    curves, pictures and checkpoints continue where they were (in place).
+
+    Raises:
+        ValueError: No run of the experiment has a ``last.ckpt``.
+    """
+    if config.get("ckpt_path") != "last":
+        return
+    logger = (config.get("trainer") or {}).get("logger")
+    init_args = logger.get("init_args") if hasattr(logger, "get") else None
+    if init_args is None or not init_args.get("save_dir") or init_args.get("name") is None:
+        return  # no versioned run folders: Lightning's own lookup
+    experiment = Path(init_args["save_dir"]) / str(init_args["name"])
+    found = sorted(
+        (int(folder.name.removeprefix("version_")), folder)
+        for folder in experiment.glob("version_*")
+        if folder.name.removeprefix("version_").isdigit() and (folder / "checkpoints" / "last.ckpt").is_file()
+    )
+    if not found:
+        raise ValueError(
+            f"--ckpt_path last: no run under {str(experiment)!r} has a checkpoints/last.ckpt to resume. Start a new "
+            f"run without --ckpt_path, or give the checkpoint's path."
+        )
+    folder = found[-1][1]
+    config["ckpt_path"] = str(folder / "checkpoints" / "last.ckpt")
+    init_args["version"] = folder.name
+
+
+def check_resume(config, data_class: type | None, resume_free: tuple[str, ...]) -> None:
+    """A checkpoint resumes only the run it was made by: the same learner, data and settings.
+
+    LightningCLI would otherwise load the checkpoint's model settings over the ones given,
+    silently. Here the checkpoint's learner class, data model and identity, and every model
+    setting it stores are compared with this run's, before anything is built.
+
+    Args:
+        config: The parsed config of the subcommand.
+        data_class: The configured data model's class, if featlearn's (its identity is compared).
+        resume_free: Its constructor arguments that may change at a resume.
+
+    Raises:
+        ValueError: The checkpoint comes from another experiment (what it was made from is
+            named), or this run changes a setting of the run it resumes (each one is named).
+    """
+    path = config.get("ckpt_path")
+    if not path or str(path) in CKPT_KEYWORDS or not Path(path).is_file():
+        return
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    hparams = dict(checkpoint.get("hyper_parameters") or {})
+    made_by = str(hparams.pop("_class_path", "") or "")
+    hparams.pop("_instantiator", None)
+    data_states = {k: v["identity"] for k, v in checkpoint.items() if isinstance(v, dict) and "identity" in v}
+    model_path, data_path = str(config.get("model.class_path") or ""), str(config.get("data.class_path") or "")
+    data_name = data_path.rpartition(".")[2]
+    other_model = made_by and made_by.rpartition(".")[2] != model_path.rpartition(".")[2]
+    other_data = data_states and data_name not in data_states
+    if other_model or other_data:
+        raise ValueError(
+            f"--ckpt_path {path} comes from another experiment: it was made by {describe_made_by(made_by, hparams)} "
+            f"on {describe_data(data_states)}, and this run builds {model_path.rpartition('.')[2]} on {data_name}. "
+            f"Resume with that experiment's configs (its run folder's config.yaml), or start without --ckpt_path."
+        )
+    changed = []
+    if data_states and data_class is not None:
+        given = _plain(_as_dict(config.get("data.init_args")))
+        saved = data_states[data_name]
+        changed += [
+            f"data.init_args.{k} = {saved[k]!r} there, {given[k]!r} here"
+            for k in sorted(saved)
+            if k in given and k not in resume_free and not _same(saved[k], given[k])
+        ]
+    mine = _flat_arguments(_as_dict(config.get("model.init_args")))
+    theirs = _flat_arguments(hparams)
+    changed += [
+        f"model.init_args.{k} = {theirs[k]!r} there, {mine[k]!r} here"
+        for k in sorted(theirs)
+        if k in mine and mine[k] is not None and not _same(theirs[k], mine[k])
+    ]
+    if changed:
+        raise ValueError(
+            f"--ckpt_path {path} resumes a run made with other settings: {'; '.join(changed)}. A resumed run continues "
+            f"as it was trained: drop the changes (give the run's own config.yaml), or start a new run without "
+            f"--ckpt_path."
+        )
+
+
+def describe_made_by(class_path: str, hparams: dict) -> str:
+    """``TwoLayerNet (input_dim 8, width 4)``: a learner from its checkpoint's hyperparameters."""
+    name = class_path.rpartition(".")[2] or "an unknown learner"
+    facts = [f"input_dim {hparams['input_dim']}"] if "input_dim" in hparams else []
+    network = hparams.get("network")
+    if isinstance(network, dict) and "width" in network:
+        facts.append(f"width {network['width']}")
+    return f"{name} ({', '.join(facts)})" if facts else name
+
+
+def describe_data(states: dict) -> str:
+    """``BooleanXOR (dim 8, pair [0, 1], ...)``: the data model a checkpoint was trained on."""
+    if not states:
+        return "an unknown data model"
+    name, identity = next(iter(states.items()))
+    shown = ", ".join(f"{k} {v}" for k, v in list(identity.items())[:4])
+    return f"{name} ({shown}{', ...' if len(identity) > 4 else ''})"
+
+
+def _as_dict(value) -> dict:
+    return value.as_dict() if hasattr(value, "as_dict") else dict(value or {})
+
+
+def _plain(value):
+    """Namespaces and tuples as dicts and lists, for comparing with what a checkpoint holds."""
+    if hasattr(value, "as_dict"):
+        value = value.as_dict()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _flat_arguments(arguments: dict, prefix: str = "") -> dict:
+    """Nested arguments as dotted keys; a class spec ``{class_path, init_args}`` counts as its init_args."""
+    flat = {}
+    for key, value in _plain(arguments).items():
+        if isinstance(value, dict) and "class_path" in value:
+            value = value.get("init_args") or {}
+        if isinstance(value, dict):
+            flat.update(_flat_arguments(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _same(a, b) -> bool:
+    """Equal as settings: numbers by value (1 == 1.0), lists and mappings element by element."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b

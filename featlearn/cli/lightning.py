@@ -33,9 +33,16 @@ from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
-from featlearn.cli.checks import check_checkpoint_path, check_trainer, check_yaml_files  # noqa: E402
+from featlearn.cli.checks import (  # noqa: E402
+    check_checkpoint_path,
+    check_resume,
+    check_trainer,
+    check_yaml_files,
+    resolve_last_checkpoint,
+)
 from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
+from featlearn.datamodules import DataModel  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
 
 
@@ -92,7 +99,11 @@ class FeatlearnCLI(LightningCLI):
         super().parse_arguments(parser, args)
         config = self.config.get(self.config.get("subcommand") or "", self.config)
         check_trainer(config.get("trainer") or {})
+        resolve_last_checkpoint(config)
         check_checkpoint_path(config.get("ckpt_path"))
+        data_class = _class(config.get("data.class_path")) if config.get("data.class_path") else None
+        featlearn_data = isinstance(data_class, type) and issubclass(data_class, DataModel)
+        check_resume(config, data_class, data_class.resume_free_arguments if featlearn_data else ())
 
     def before_instantiate_classes(self) -> None:
         """Give the data model the learner's ensemble size and fill null process constants."""
