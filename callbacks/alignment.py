@@ -150,6 +150,8 @@ class FeatureAlignment(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
+    state_attributes = ("history", "snapshots", "output_signs")
+    result_tags = ("align/max_cos", "align/snr_median", "align/centre_coverage", "align/class_mean_cos")
 
     def __init__(
         self,

@@ -57,6 +57,13 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
 
     #: What the diagnostic needs of the data model (a :mod:`featlearn.contracts` protocol); None: nothing.
     data_requirement: ClassVar[type | None] = None
+    #: What it has seen, saved in checkpoints and restored on resume (so a resumed run's summary,
+    #: curves and pictures equal an uninterrupted one's). A subclass adds its own.
+    state_attributes: ClassVar[tuple[str, ...]] = ("history",)
+    #: The settings that tell two instances of one diagnostic apart in a checkpoint.
+    distinguishing_settings: ClassVar[tuple[str, ...]] = ("cadence",)
+    #: The tags worth reading at the end of a run (``featlearn fit`` prints their last values).
+    result_tags: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 20) -> None:
         super().__init__()
@@ -70,6 +77,31 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
         self._steps: set[int] = set()
         #: The run's data model, handed over by :meth:`connect_data` (None before, or in a run without one).
         self.data_model: Any = None
+
+    @property
+    def state_key(self) -> str:
+        """The checkpoint key of this instance: its class and :attr:`distinguishing_settings`."""
+        settings = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.distinguishing_settings)
+        return f"{type(self).__qualname__}{{{settings}}}"
+
+    def state_dict(self) -> dict:
+        """:attr:`state_attributes` by name, for the checkpoint."""
+        return {name: getattr(self, name) for name in self.state_attributes}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore :attr:`state_attributes` from a checkpoint."""
+        for name in self.state_attributes:
+            if name in state_dict:
+                setattr(self, name, state_dict[name])
+
+    def results(self) -> dict[str, float]:
+        """The last value of each of :attr:`result_tags` that the run logged."""
+        found = {}
+        for entry in reversed(self.history):
+            for tag in self.result_tags:
+                if tag in entry and tag not in found:
+                    found[tag] = entry[tag]
+        return {tag: found[tag] for tag in self.result_tags if tag in found}
 
     def connect_data(self, data: Any) -> None:
         """Receive the run's data model; check :attr:`data_requirement` of it.

@@ -81,6 +81,7 @@ class FilterDynamics(DiagnosticCallback):
         chunks: Chunks of the T steps (the paper: 3 of 10).
         max_clusters: The largest k the cluster count tries.
     """
+    state_attributes = ("history", "snapshots", "gradients")
 
     def __init__(
         self,

@@ -30,6 +30,9 @@ class HeldOutAccuracy(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
+    state_attributes = ("history", "member_accuracy")
+    distinguishing_settings = ("split", "cadence")
+    result_tags = ("heldout/test_acc", "heldout/val_acc", "trainset/train_acc")
 
     def __init__(
         self, cadence: str | int = "log", points_per_decade: int = 20, dense_until: int = 10, split: str = "test"

@@ -39,6 +39,7 @@ class PartAccuracy(DiagnosticCallback):
     """
 
     data_requirement = PartedData
+    result_tags = ("parts/original", "parts/injected", "parts/mixture", "parts/reference")
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 10, dense_until: int = 0) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)

@@ -120,6 +120,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
+    state_attributes = ("history", "boundary_steps", "pictured_steps")
+    result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
     def __init__(
         self,

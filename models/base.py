@@ -134,6 +134,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.sgd = ScheduledSGD(self.momentum)
         #: The divergence check over the updates since the last logging step.
         self.divergence = DivergenceGuard()
+        self.singled_out_steps: set[int] = set()
         self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
         if any(v > 1 for v in _segment_values(self.class_weighting)):
             raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
@@ -249,6 +250,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
         self.divergence.clear()  # left over only if an earlier fit was interrupted
+        #: Steps logged besides Lightning's cadence: the first step of every schedule segment (Shi et
+        #: al.'s steps 1, 2 and 3, where the process changes), so the curves show what the paper is about.
+        self.singled_out_steps = {segment.start for schedule in self.schedules() for segment in schedule.segments}
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
         if not self.class_weighting.is_zero and self.positive_rate is None:
@@ -339,7 +343,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def record_update(self, losses: Tensor, step: int, batch_size: int) -> None:
         """Keep the losses (S,) for the divergence check and log on Lightning's cadence."""
         full = self.divergence.add(losses, step)
-        log_step = step % self.trainer.log_every_n_steps == 0
+        log_step = step % self.trainer.log_every_n_steps == 0 or step in self.singled_out_steps
         if log_step or full:
             self.raise_if_diverged()
         if log_step or step == 1:  # with W processes: the losses of the whole batch, W times this part's
@@ -352,8 +356,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.raise_if_diverged()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Refuse to checkpoint weights a pending loss shows to have diverged."""
+        """Refuse to checkpoint weights a pending loss shows to have diverged; keep the logged member losses."""
         self.raise_if_diverged()
+        checkpoint["featlearn_logged_member_losses"] = dict(self.logged_member_losses)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Restore the logged member losses, so observers of a resumed run see the whole run's."""
+        self.logged_member_losses.update(checkpoint.get("featlearn_logged_member_losses", {}))
 
     def raise_if_diverged(self) -> None:
         """Raise at the first pending update whose loss is NaN or infinite (:class:`DivergenceGuard`).

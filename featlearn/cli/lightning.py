@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Optional
 
 # pytorch_lightning.cli calls jsonargparse APIs that jsonargparse 4.49+ marks as
@@ -40,6 +41,8 @@ from featlearn.cli.checks import (  # noqa: E402
     check_yaml_files,
     resolve_last_checkpoint,
 )
+from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
+from featlearn.cli.summary import result_block  # noqa: E402
 from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.datamodules import DataModel  # noqa: E402
@@ -47,16 +50,35 @@ from featlearn.teacher import TeacherSearch  # noqa: E402
 
 
 class RunFolderConfig(SaveConfigCallback):
-    """Saves the resolved ``config.yaml`` into the run's log folder, and only there.
+    """Saves the resolved ``config.yaml`` into the run's log folder, and keeps the folder the run's alone.
 
     A run without a logger has no folder; Lightning would write into the working
-    directory instead, overwriting any ``config.yaml`` a user keeps there.
+    directory instead, overwriting any ``config.yaml`` a user keeps there. The run holds
+    its folder's lock (:mod:`featlearn.cli.run_folder`): a second process aimed at it is
+    refused. A run that fails before its first update leaves no new folder behind.
     """
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:  # noqa: D102
         if trainer.logger is None:
             return
         super().setup(trainer, pl_module, stage)
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        """Remove the folder of a run that failed before training, if the run made it (the logger's next version)."""
+        folder = run_folder_of(trainer)
+        if folder is None or not trainer.is_global_zero or not holds(folder):
+            return
+        logger_args = (self.config.get("trainer") or {}).get("logger")
+        made_here = hasattr(logger_args, "get") and (logger_args.get("init_args") or {}).get("version") is None
+        failed_start = trainer.global_step == 0 and not isinstance(exception, KeyboardInterrupt)
+        release_run_folder(folder, remove=made_here and failed_start)
+
+
+def run_folder_of(trainer: pl.Trainer) -> Path | None:
+    """The run's folder (its first logger's ``log_dir``), without creating anything; None without a logger."""
+    logger = trainer.logger
+    folder = getattr(logger, "log_dir", None) if logger is not None else None
+    return Path(folder) if folder else None
 
 
 class FeatlearnCLI(LightningCLI):
@@ -112,13 +134,22 @@ class FeatlearnCLI(LightningCLI):
         fill_process_constants(config)
 
     def before_fit(self) -> None:  # noqa: D102
+        self._hold_run_folder()
         self._label_with_teacher()
 
     def before_validate(self) -> None:  # noqa: D102
+        self._hold_run_folder()
         self._label_with_teacher()
 
     def before_test(self) -> None:  # noqa: D102
+        self._hold_run_folder()
         self._label_with_teacher()
+
+    def _hold_run_folder(self) -> None:
+        """Take the run folder's lock before Lightning writes anything into it (its logger's events)."""
+        folder = run_folder_of(self.trainer)
+        if folder is not None and self.trainer.is_global_zero:
+            lock_run_folder(folder)
 
     def _label_with_teacher(self) -> None:
         """Run the config's ``teacher:`` on the data model (or refuse a mixture that no teacher labels)."""
@@ -141,13 +172,22 @@ class FeatlearnCLI(LightningCLI):
         teacher.run(data, self.trainer)
 
     def after_fit(self) -> None:
-        """Evaluate the test set on the final weights (skipped for fast_dev_run)."""
+        """Evaluate the test set on the final weights (skipped for fast_dev_run), then print the result block."""
         config = self.config.get(self.subcommand, self.config)
-        if not config.get("test_after_fit", True) or self.trainer.fast_dev_run:
-            return
-        if self.trainer.interrupted:
-            return
-        self.trainer.test(self.model, datamodule=self.datamodule, verbose=True)
+        if config.get("test_after_fit", True) and not self.trainer.fast_dev_run and not self.trainer.interrupted:
+            self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
+        self._print_results("fit")
+
+    def after_validate(self) -> None:  # noqa: D102
+        self._print_results("validate")
+
+    def after_test(self) -> None:  # noqa: D102
+        self._print_results("test")
+
+    def _print_results(self, command: str) -> None:
+        """The end-of-run block (:func:`featlearn.cli.summary.result_block`), once, from the main process."""
+        if self.trainer.is_global_zero and not self.trainer.fast_dev_run:
+            print("\n" + result_block(self.trainer, command, run_folder_of(self.trainer)), flush=True)
 
 
 def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:

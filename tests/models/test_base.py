@@ -121,7 +121,7 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
 
     monkeypatch.setattr(TwoLayerNet, "raise_if_diverged", spy)
     fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
-    assert seen == [4, 4, 2] and model.divergence.pending == []
+    assert seen == [1, 4, 4, 1] and model.divergence.pending == []  # step 1 is logged (a schedule starts there)
 
 
 def test_schedule_shorter_than_run_fails_before_training(fit):
@@ -132,7 +132,7 @@ def test_schedule_shorter_than_run_fails_before_training(fit):
     assert torch.equal(model.net.w, w0)
 
 
-def test_train_metrics_are_written_on_the_log_cadence_only(fit):
+def test_train_metrics_are_written_on_the_log_cadence_and_where_a_schedule_changes(fit):
     from pytorch_lightning.loggers.logger import Logger
 
     class Recorder(Logger):
@@ -146,18 +146,21 @@ def test_train_metrics_are_written_on_the_log_cadence_only(fit):
             pass
 
     recorder = Recorder()
-    model = TwoLayerNet(8, **grouped(6, lr=0.3, ensemble_size=2, seed=0))
+    rates = [{"start": 1, "end": 1, "value": 0.3}, {"start": 2, "end": 2, "value": 0.2}, {"start": 3, "value": 0.3}]
+    model = TwoLayerNet(8, **grouped(6, lr=rates, ensemble_size=2, seed=0))
     fit(
         model,
         BooleanXOR(dim=8, batch_size=[{"start": 1, "end": 2, "value": 64}, {"start": 3, "value": 16}], ensemble_size=2),
-        6,
+        7,
         logger=recorder,
-        log_every_n_steps=2,
+        log_every_n_steps=4,
     )
     train_calls = [(step, m) for step, m in recorder.calls if "train/loss" in m]
-    assert [step for step, _ in train_calls] == [2, 4, 6]
+    assert [step for step, _ in train_calls] == [1, 2, 3, 4]  # steps 1-3 open segments of the rate schedule
+    assert [m["sched/lr_w"] for _, m in train_calls] == [0.3, 0.2, 0.3, 0.3]
+    train_calls = train_calls[1:]
     step, metrics = train_calls[0]
-    assert metrics["sched/lr_w"] == 0.3 and metrics["sched/batch_size"] == 64
+    assert metrics["sched/lr_w"] == 0.2 and metrics["sched/batch_size"] == 64  # step 2
     assert train_calls[1][1]["sched/batch_size"] == 16
     assert {"train/loss_min", "train/loss_max", "train_members/loss_0", "train_members/loss_1"} <= set(metrics)
     assert metrics["train/loss_min"] <= metrics["train/loss"] <= metrics["train/loss_max"]
