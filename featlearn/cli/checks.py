@@ -26,13 +26,23 @@ def check_yaml_files(paths: list[str]) -> None:
         try:
             content = yaml.safe_load(Path(path).read_text())
         except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(err, "problem", None) or str(err)
-            raise ValueError(f"--config {path} is not valid YAML{where}: {problem}.") from None
+            raise ValueError(f"--config {path} is not valid YAML: {describe_yaml_error(err)}.") from None
         if content is not None and not isinstance(content, dict):
             kind = type(content).__name__
             raise ValueError(f"--config {path} must hold a mapping (trainer:, model:, data:), got a {kind}.")
+
+
+def describe_yaml_error(err: yaml.YAMLError) -> str:
+    """Where and what: ``while parsing a flow sequence (line 2, column 14): expected ',' or ']' (line 3, column 1)``."""
+
+    def at(mark) -> str:
+        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+
+    context, problem = getattr(err, "context", None), getattr(err, "problem", None)
+    if problem is None:
+        return " ".join(str(err).split())
+    where = f"{context}{at(getattr(err, 'context_mark', None))}: " if context else ""
+    return f"{where}{problem}{at(getattr(err, 'problem_mark', None))}"
 
 
 def check_trainer(trainer) -> None:

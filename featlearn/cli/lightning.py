@@ -47,6 +47,7 @@ from featlearn.config_files import base_config, config_files, resolve_config_arg
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.datamodules import DataModel  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
+from featlearn.validation import check_int  # noqa: E402
 
 
 class RunFolderConfig(SaveConfigCallback):
@@ -176,18 +177,21 @@ class FeatlearnCLI(LightningCLI):
         config = self.config.get(self.subcommand, self.config)
         if config.get("test_after_fit", True) and not self.trainer.fast_dev_run and not self.trainer.interrupted:
             self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
-        self._print_results("fit")
+        self._finish_run("fit")
 
     def after_validate(self) -> None:  # noqa: D102
-        self._print_results("validate")
+        self._finish_run("validate")
 
     def after_test(self) -> None:  # noqa: D102
-        self._print_results("test")
+        self._finish_run("test")
 
-    def _print_results(self, command: str) -> None:
-        """The end-of-run block (:func:`featlearn.cli.summary.result_block`), once, from the main process."""
+    def _finish_run(self, command: str) -> None:
+        """Print the end-of-run block (:func:`featlearn.cli.summary.result_block`) once, and let the folder go."""
+        folder = run_folder_of(self.trainer)
         if self.trainer.is_global_zero and not self.trainer.fast_dev_run:
-            print("\n" + result_block(self.trainer, command, run_folder_of(self.trainer)), flush=True)
+            print("\n" + result_block(self.trainer, command, folder), flush=True)
+        if folder is not None:
+            release_run_folder(folder)
 
 
 def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
@@ -239,6 +243,7 @@ def share_ensemble_size(config) -> None:
     data_args = config.get("data.init_args")
     if size is None or data_args is None:
         return
+    check_int("model.ensemble_size", size, 1)  # before the data model gets it: the message names what was set
     if "ensemble_size" not in data_args:
         if size != 1:
             raise ValueError(
