@@ -65,8 +65,15 @@ class RunFolderConfig(SaveConfigCallback):
         super().setup(trainer, pl_module, stage)
 
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
-        """Remove the folder of a run that failed before training, if the run made it (the logger's next version)."""
+        """Say how to resume an interrupted run; remove the folder of a run that failed before training.
+
+        Lightning ends the process after a Ctrl-C without the command's own end, so the
+        block that says where the run stopped and how to resume it is printed here. The
+        folder of a failed start goes if the run made it (the logger's next version).
+        """
         folder = run_folder_of(trainer)
+        if isinstance(exception, KeyboardInterrupt) and trainer.is_global_zero:
+            print("\n" + result_block(trainer, trainer.state.fn.value, folder), flush=True)
         if folder is None or not trainer.is_global_zero or not holds(folder):
             return
         logger_args = (self.config.get("trainer") or {}).get("logger")

@@ -23,7 +23,11 @@ def shi(*extra):
 #: (name, arguments, text the message must contain). Files the cases need are written by `prepare`.
 CASES = [
     ("negative rate", glasgow("--model.init_args.lr", "-0.1"), "model.lr: value must be >= 0, got -0.1"),
-    ("yaml error in a second config", glasgow("--config", "{bad_yaml}"), "bad.yaml is not valid YAML: while parsing a flow sequence (line 2, column 14)"),
+    (
+        "yaml error in a second config",
+        glasgow("--config", "{bad_yaml}"),
+        "bad.yaml is not valid YAML: while parsing a flow sequence (line 2, column 14)",
+    ),
     ("a config that is a list", glasgow("--config", "{list_yaml}"), "list.yaml must hold a mapping"),
     ("misspelt argument", glasgow("--model.init_args.netwrk.width", "3"), "did you mean --model.init_args.network"),
     ("max_steps -1", glasgow("--trainer.max_steps", "-1"), "trainer.max_steps must be a positive number"),
