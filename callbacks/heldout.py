@@ -11,13 +11,16 @@ from featlearn.validation import check_choice, check_int
 
 
 class HeldOutAccuracy(DiagnosticCallback):
-    r"""Logs the accuracy on the data model's test set (a population estimate), in percent.
+    r"""Logs the accuracy on the data model's test set (a population estimate), as a fraction.
 
-    .. math::  \mathrm{acc}_s(t) = \frac{100}{n} \sum_{i=1}^{n} \mathbf 1\{y_i f_s(x_i; \theta_t) > 0\}
+    .. math::  \mathrm{acc}_s(t) = \frac{1}{n} \sum_{i=1}^{n} \mathbf 1\{y_i f_s(x_i; \theta_t) > 0\}
+
+    Every accuracy and error featlearn logs is a fraction in [0, 1] (``test/error`` too);
+    tables for people (``featlearn compare``'s) show percentages.
 
     for each ensemble member s (a zero output counts as an error), written as
-    ``heldout/test_acc`` (mean over members), ``heldout/test_acc_min`` and
-    ``heldout/test_acc_max``, and ``heldout/test_loss``. ``featlearn compare`` gives
+    ``heldout/test_acc`` (mean over members; with several members also
+    ``heldout/test_acc_min`` and ``heldout/test_acc_max``), and ``heldout/test_loss``. ``featlearn compare`` gives
     every method the same tag in its own run folder, so TensorBoard draws all methods
     on one chart (as in Figures 1, 5, 7, 9, 11, 13 of Shi et al. 2022).
 
@@ -42,7 +45,7 @@ class HeldOutAccuracy(DiagnosticCallback):
         check_choice("HeldOutAccuracy.split", split, ("test", "val", "train"))
         self.dense_until = dense_until
         self.split = split
-        #: Per-member accuracies (%) by step: step -> (S,) on the CPU.
+        #: Per-member accuracies (fractions) by step: step -> (S,) on the CPU.
         self.member_accuracy: dict[int, torch.Tensor] = {}
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
@@ -60,12 +63,8 @@ class HeldOutAccuracy(DiagnosticCallback):
         data = self.data_model
         x, y = data.train_set() if self.split == "train" else data.eval_set(self.split)
         loss, error = pl_module.evaluate_dataset(x, y, chunk=data.eval_batch_size)
-        accuracy = 100.0 * (1.0 - error)  # (S,)
+        accuracy = 1.0 - error  # (S,)
         self.member_accuracy[step] = accuracy.detach().cpu()
         tag = "trainset/train" if self.split == "train" else f"heldout/{self.split}"
-        return {
-            f"{tag}_acc": accuracy.mean(),
-            f"{tag}_acc_min": accuracy.min(),
-            f"{tag}_acc_max": accuracy.max(),
-            f"{tag}_loss": loss.mean(),
-        }
+        spread = {f"{tag}_acc_min": accuracy.min(), f"{tag}_acc_max": accuracy.max()} if accuracy.numel() > 1 else {}
+        return {f"{tag}_acc": accuracy.mean(), **spread, f"{tag}_loss": loss.mean()}

@@ -15,9 +15,9 @@ PART_TAGS = ("parts/original", "parts/injected", "parts/mixture", "parts/referen
 
 
 class PartAccuracy(DiagnosticCallback):
-    r"""The student's test accuracy on each part of a teacher-relabelled mixture, in percent.
+    r"""The student's test accuracy on each part of a teacher-relabelled mixture, as a fraction.
 
-    .. math::  \mathrm{acc}_P(t) = \frac{100}{|P|} \sum_{x \in P} \mathbf 1\{\arg\max_j g(x)_j = \tilde y(x)\}
+    .. math::  \mathrm{acc}_P(t) = \frac{1}{|P|} \sum_{x \in P} \mathbf 1\{\arg\max_j g(x)_j = \tilde y(x)\}
 
     for P the test inputs from the real data (``parts/original``), from the injected
     source (``parts/injected``) and the mixture's test set (``parts/mixture``), averaged
@@ -74,7 +74,7 @@ class PartAccuracy(DiagnosticCallback):
                 preds.index_select(0, index.to(preds.device)).reshape(-1),
                 y[:, i : i + chunk].to(preds.device).index_select(0, index.to(preds.device)).reshape(-1),
             )
-        return 100.0 * metric.compute()
+        return metric.compute()
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102
         data = self.data_model

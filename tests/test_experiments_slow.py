@@ -150,8 +150,8 @@ def test_mnist_zero_one_offline_reaches_the_papers_accuracy(tmp_path):
     )
     accuracy = {cb.split: cb.member_accuracy for cb in cli.trainer.callbacks if isinstance(cb, HeldOutAccuracy)}
     last = cli.trainer.global_step
-    assert float(accuracy["train"][last].min()) >= 99.5
-    assert float(accuracy["test"][last].min()) >= 98.5  # 200 test digits: 98.5% is 3 mistakes
+    assert float(accuracy["train"][last].min()) >= 0.995
+    assert float(accuracy["test"][last].min()) >= 0.985  # 200 test digits: 0.985 is 3 mistakes
     assert float(cli.trainer.callback_metrics["test/error"]) <= 0.015
     assert list((tmp_path / "shi_real_mnist01").glob("version_*/events.out.tfevents.*"))  # curves for TensorBoard
     # The neurons turn towards the class structure (Figure 17's clusters): measured 0.01 -> 0.19.
@@ -192,8 +192,8 @@ def test_teacher_mixture_offline_study_end_to_end(tmp_path, monkeypatch):
     assert summary["test_acc_on_L"] >= 50.0
     assert min(summary["injected_label_shares"]) >= 0.03  # R1: every class is used on U
     parts = next(cb for cb in cli.trainer.callbacks if type(cb).__name__ == "PartAccuracy").history[-1]
-    assert parts["parts/original"] >= parts["parts/injected"] + 15  # the real inputs' structure helps
-    assert parts["parts/reference"] >= 65.0
+    assert parts["parts/original"] >= parts["parts/injected"] + 0.15  # the real inputs' structure helps (fractions)
+    assert parts["parts/reference"] >= 0.65
     assert parts["parts/injected"] <= parts["parts/mixture"] <= parts["parts/original"]
     assert (folder / "teacher_sweep.png").exists()
 

@@ -526,11 +526,11 @@ def write_outputs(out: Path, rows: list[dict], trials: list[dict], settings: Set
                 f"| {fit['points']} |"
             )
     (out / "samples.md").write_text("\n".join(lines) + "\n")
-    _plot(out, rows, fits, settings)
+    _plot(out, rows, fits, settings, step=len(trials))
     return fits
 
 
-def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings) -> None:
+def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings, step: int) -> None:
     try:
         import matplotlib
 
@@ -567,7 +567,8 @@ def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(out / "tensorboard" / "samples")) as writer:
-        writer.add_figure("samples/n_star", figure, global_step=0)
+        # One image per round, at the number of trials it rests on: TensorBoard's slider shows the search grow.
+        writer.add_figure("samples/n_star", figure, global_step=step)
     plt.close(figure)
 
 
