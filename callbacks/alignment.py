@@ -102,6 +102,23 @@ def class_mean_alignment(w: Tensor, means: Tensor, labels: Tensor, a: Tensor | N
     return out
 
 
+def overlapping_points(xy, colours, resolution: float = 0.01) -> list[tuple[float, float, str, int]]:
+    """Points of one colour that fall in one cell of a grid (``resolution`` times the picture's extent), merged.
+
+    Returns:
+        ``(x, y, colour, count)`` per occupied cell and colour, at the mean of its points.
+    """
+    import numpy as np
+
+    xy = np.asarray(xy, dtype=float)
+    extent = float(np.ptp(xy, axis=0).max()) if len(xy) else 0.0
+    cell = max(extent * resolution, 1e-12)
+    groups: dict[tuple[int, int, str], list[int]] = {}
+    for i, (x, y) in enumerate(xy):
+        groups.setdefault((round(x / cell), round(y / cell), str(colours[i])), []).append(i)
+    return [(float(xy[m, 0].mean()), float(xy[m, 1].mean()), key[2], len(m)) for key, m in groups.items()]
+
+
 class FeatureAlignment(DiagnosticCallback):
     r"""Logs how the first-layer neurons align with the data model's ground truth, under ``align/``.
 
@@ -277,21 +294,52 @@ class FeatureAlignment(DiagnosticCallback):
             cos = cosines(highlight, truth.feature.unsqueeze(0)).squeeze(-1)
             colours[(cos >= self.highlight_cos).numpy()] = "red"
             colours[(-cos >= self.highlight_cos).numpy()] = "orange"
+            neuron_legend = {
+                "red": f"neuron, cos >= {self.highlight_cos:g} to +g at step {self.highlight_step}",
+                "orange": f"neuron, cos >= {self.highlight_cos:g} to -g at step {self.highlight_step}",
+                "lightgray": "other neuron",
+            }
+            look_for = "look for: the coloured neurons gathering at the stars"
         elif truth.centres is not None:
             best = cosines(w, truth.centres).argmax(dim=1)
             colours = np.array([star_colours[c] for c in best.tolist()], dtype=object)
+            neuron_legend = {"red": "neuron nearest a y=+1 centre", "blue": "neuron nearest a y=-1 centre"}
+            look_for = "look for: neurons leaving the cloud for the stars (align/centre_coverage counts them)"
         elif signs is not None:  # real data: each neuron by the sign of its output weight
             colours = np.where(signs.numpy() > 0, "red", "blue").astype(object)
-        figure, axis = plt.subplots(figsize=(5, 5))
-        axis.scatter(xy[:p, 0], xy[:p, 1], s=8, c=list(colours), alpha=0.7, linewidths=0)
+            neuron_legend = {"red": "neuron with a > 0", "blue": "neuron with a < 0"}
+            look_for = "look for: the red and blue neurons moving to their class means"
+        else:
+            neuron_legend, look_for = {"lightgray": "neuron"}, ""
+        figure, axis = plt.subplots(figsize=(5.5, 5.8))
+        # Neurons on one spot (a trained network's gather at a few directions) are drawn once,
+        # sized by their number, which is written beside them: the picture shows how many.
+        spots = overlapping_points(xy[:p], colours)
+        axis.scatter(
+            [s[0] for s in spots],
+            [s[1] for s in spots],
+            s=[8 + 4 * min(s[3], 60) for s in spots],
+            c=[s[2] for s in spots],
+            alpha=0.7,
+            linewidths=0,
+            zorder=4,
+        )
+        for x, y, _, count in spots:
+            if count > 1:
+                axis.annotate(str(count), (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points", zorder=5)
         axis.scatter(xy[p:, 0], xy[p:, 1], s=220, c=star_colours, marker="*", edgecolors="black", zorder=3)
         shown = list(dict.fromkeys(star_colours))
         handles = [plt.Line2D([], [], marker="*", color=c, linestyle="", markersize=12) for c in shown]
+        labels = [legend[c] for c in shown]
+        for colour in dict.fromkeys(colours.tolist()):
+            handles.append(plt.Line2D([], [], marker="o", color=colour, linestyle="", markersize=6))
+            labels.append(neuron_legend.get(colour, "neuron"))
         # Below the axes: inside, it can hide a star sitting in a corner.
-        axis.legend(
-            handles, [legend[c] for c in shown], loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize=8
-        )
-        axis.set_title(f"neurons (MDS of cosine distances), step {step}")
+        axis.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize=7)
+        epochs = self.data_model.epochs_at(step) if self.data_model is not None else None
+        when = f"step {step}" + (f" (epoch {epochs:.3g})" if epochs is not None else "")
+        title = f"neurons (MDS of cosine distances), {when}; {p} neurons"
+        axis.set_title(title + (f"\n{look_for}" if look_for else ""), fontsize=9)
         axis.set_xticks([])
         axis.set_yticks([])
         figure.tight_layout()

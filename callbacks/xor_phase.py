@@ -120,7 +120,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
-    state_attributes = ("history", "boundary_steps", "pictured_steps")
+    state_attributes = ("history", "boundary_steps", "pictured_steps", "_first_reach")
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
     def __init__(
@@ -138,6 +138,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self._picture_steps: set[int] = set()
         #: Steps at which the neurons were drawn.
         self.pictured_steps: list[int] = []
+        self._first_reach: float | None = None  # the first picture's axis reach, for the ratio in each title
         check_number("XORPhaseDiagnostics.signal_heavy_ratio", signal_heavy_ratio, 0.0, strict=True)
         check_number(
             "XORPhaseDiagnostics.boundary_fraction",
@@ -246,6 +247,11 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         signal-heavy phase the red neurons stretch along the mu_1 axis, the blue along
         mu_2, and they cross the line.
 
+        **Scale.** The neurons grow by orders of magnitude over a run (Glasgow's norms from
+        theta = 1/log d upwards), so one shared scale would shrink the early pictures to a
+        dot. Each picture is scaled to its own neurons instead, and says so: its title
+        gives the axes' reach and its ratio to the first picture's.
+
         Args:
             trainer: Its loggers receive the image ``phase/neurons``; its folder the PNG.
             w: One member's first-layer weights (p, d).
@@ -272,12 +278,22 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         left.plot([-reach, reach], [0, 0], color="0.8", lw=1, zorder=0)
         left.plot([0, 0], [-reach, reach], color="0.8", lw=1, zorder=0)
         left.scatter(c_1, c_2, s=8, c=colours)
+        handles = [
+            plt.Line2D([], [], marker="o", color=c, linestyle="", markersize=5) for c in ("tab:red", "tab:blue")
+        ]
+        left.legend(handles, ["a > 0: serves y = +1 (+-mu_1)", "a < 0: serves y = -1 (+-mu_2)"], fontsize=7,
+                    loc="upper left")
+        self._first_reach = self._first_reach or reach
         left.set_xlim(-reach, reach)
         left.set_ylim(-reach, reach)
         left.set_aspect("equal")
         left.set_xlabel("w . mu_1 / |mu_1|   (red: a > 0)")
         left.set_ylabel("w . mu_2 / |mu_2|   (blue: a < 0)")
-        left.set_title(f"neurons in the signal plane, step {step}")
+        left.set_title(
+            f"neurons in the signal plane, step {step}\naxes to +-{reach:.3g} "
+            f"({reach / self._first_reach:.3g}x the first picture's)",
+            fontsize=9,
+        )
         sig = comp["sig"][0].cpu().numpy()
         rest = (comp["opp"][0] + comp["perp"][0]).cpu().numpy()
         right.scatter(rest, sig, s=8, c=colours)

@@ -115,6 +115,13 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         """
         return GroundTruth()
 
+    def epochs_at(self, step: int) -> float | None:
+        """Passes over the finite training set after ``step`` updates: sum_t min(B(t), n) / n; None online."""
+        n = self.set_size("train")
+        if not n:
+            return None
+        return sum(min(self.batch_size(t), n) for t in range(1, step + 1)) / n
+
     def set_size(self, split: str) -> int | None:
         """The number of rows of ``train``, ``val`` or ``test`` (None: online sampling has no training set).
 

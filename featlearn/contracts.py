@@ -196,6 +196,9 @@ class EvaluationData(Protocol):
     def set_size(self, split: str) -> int | None:
         """Rows of ``train``, ``val`` or ``test`` (None: the training set of online sampling)."""
 
+    def epochs_at(self, step: int) -> float | None:
+        """Passes over the finite training set after ``step`` updates (None online)."""
+
     def ground_truth(self) -> GroundTruth:
         """The ground-truth feature directions (:class:`GroundTruth`)."""
 

@@ -29,6 +29,7 @@ def run(outputs, labels, losses=None, **kwargs):
         train_set=None,
         set_size=None,
         ground_truth=None,
+        epochs_at=None,
     )
     written = []
     logger = SimpleNamespace(
