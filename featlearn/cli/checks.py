@@ -49,15 +49,15 @@ def check_trainer(trainer) -> None:
     """Trainer settings that make no sense for featlearn's step-scheduled runs, or on this machine.
 
     Raises:
-        ValueError: ``max_steps`` that is not a positive count, ``log_every_n_steps`` < 1,
+        ValueError: ``max_steps`` that is not a count >= 0, ``log_every_n_steps`` < 1,
             a GPU accelerator without a GPU, or a logger folder that cannot be written.
     """
     steps = trainer.get("max_steps")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise ValueError(
-            f"trainer.max_steps must be a positive number of update steps, got {steps!r}: featlearn's runs count "
-            f"update steps (schedules, diagnostics and checkpoints are per step), and {steps!r} would never "
-            f"end or never start. Set it, e.g. --trainer.max_steps 1000."
+            f"trainer.max_steps must be a number of update steps >= 0 (0: evaluate the initial network), got "
+            f"{steps!r}: featlearn's runs count update steps (schedules, diagnostics and checkpoints are per step), "
+            f"and {steps!r} would train forever. Set it, e.g. --trainer.max_steps 1000."
         )
     every = trainer.get("log_every_n_steps")
     if every is not None and (not isinstance(every, int) or every < 1):

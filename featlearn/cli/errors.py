@@ -102,12 +102,15 @@ def explain(error: BaseException) -> str:
     unknown = _unknown_argument(everything)
     if unknown:
         return unknown
+    keys = re.findall(r'Parser key "([\w.]+)"', everything)  # the setting the parser was reading
     for candidate in reversed(chain):  # innermost first: the message nearest the cause
         text = str(candidate).strip()
         if isinstance(candidate, SystemExit) or not text or text.startswith(_WRAPPERS):
             continue
         if isinstance(candidate, yaml.YAMLError):
             return f"a config is not valid YAML: {' '.join(text.split())}"
+        if keys and keys[-1] not in text:  # a bare type error ("Expected a <class 'int'>"): say of what
+            return f"{keys[-1]}: {text}"
         return text
     listed = re.findall(r"^\s*- (.+)$", everything, flags=re.M)  # the parser's list of reasons
     reasons = [r for r in listed if not r.startswith(("Expected a <class 'NoneType'>", "Problem with given"))]
@@ -130,7 +133,7 @@ def report_errors(command: str = "featlearn") -> Iterator[None]:
         raise SystemExit(2) from None
     except SystemExit as exit_:
         # The parser exits after printing its own message; a wrapped error exits with ours.
-        cause = exit_.__context__
+        cause = None if exit_.__suppress_context__ else exit_.__context__
         if exit_.code not in (0, None) and isinstance(cause, USER_ERRORS) and os.environ.get(TRACEBACK_VARIABLE) != "1":
             print(f"{command}: error: {explain(cause)}", file=sys.stderr)
             raise SystemExit(2) from None

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import sys
@@ -60,14 +61,25 @@ def use_working_folder() -> None:
         sys.path.insert(0, here)
 
 
+#: The study commands: name -> (module, function(argv, build)). They are handed the CLI's build.
+STUDIES = {
+    "compare": ("featlearn.studies.compare", "compare"),
+    "samples": ("featlearn.studies.samples", "samples"),
+    "teacher-check": ("featlearn.studies.teacher_check", "teacher_check"),
+}
+
+
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``featlearn`` console script and ``python -m featlearn``.
 
-    A user's error (a bad setting, a missing file) prints one message and exits with status 2
-    (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1`` shows the traceback).
+    A user's error (a bad setting, a missing file) prints one message, prefixed with the
+    command, and exits with status 2 (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1``
+    shows the traceback).
     """
     use_working_folder()
-    with report_errors():
+    argv = sys.argv[1:] if args is None else list(args)
+    name = f"featlearn {argv[0]}" if argv and argv[0] in STUDIES else "featlearn"
+    with report_errors(name):
         dispatch(args)
 
 
@@ -75,21 +87,11 @@ def dispatch(args: list[str] | None) -> None:
     """Run the subcommand ``args[0]`` (``sys.argv`` when None)."""
     argv = sys.argv[1:] if args is None else list(args)
     command = argv[0] if argv else None
-    if command == "compare":
+    if command in STUDIES:
         from featlearn.cli.lightning import build_cli
-        from featlearn.studies.compare import main as compare_main
 
-        compare_main(argv[1:], build_cli)
-    elif command == "samples":
-        from featlearn.cli.lightning import build_cli
-        from featlearn.studies.samples import main as samples_main
-
-        samples_main(argv[1:], build_cli)
-    elif command == "teacher-check":
-        from featlearn.cli.lightning import build_cli
-        from featlearn.studies.teacher_check import main as teacher_check_main
-
-        teacher_check_main(argv[1:], build_cli)
+        module, function = STUDIES[command]
+        getattr(importlib.import_module(module), function)(argv[1:], build_cli)
     elif command == "configs":
         configs_command(argv[1:])
     else:

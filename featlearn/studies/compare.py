@@ -50,7 +50,6 @@ import itertools
 import json
 import math
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -184,13 +183,23 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     trainer["enable_progress_bar"] = False
     trainer["enable_model_summary"] = False
     key = "callbacks" if "callbacks" in trainer and "callbacks+" not in trainer else "callbacks+"
-    added = [{"class_path": "HeldOutAccuracy"}]
+    listed = [c for c in (trainer.get("callbacks") or []) + (trainer.get("callbacks+") or []) if isinstance(c, dict)]
+    # Every method draws heldout/test_acc on one chart; an experiment that logs it already keeps its own
+    # (two identical diagnostics would share one checkpoint key).
+    added = []
+    if not any(_is_test_accuracy(c) for c in listed):
+        added.append({"class_path": "HeldOutAccuracy"})
     if "callbacks" in trainer:  # base.yaml's list (which flags degenerate runs) was replaced: flag them anyway
-        listed = [c.get("class_path", "") for c in (trainer.get("callbacks") or []) + (trainer.get("callbacks+") or [])]
-        if not any(path.endswith("DegenerateRuns") for path in listed):
+        if not any(str(c.get("class_path", "")).endswith("DegenerateRuns") for c in listed):
             added.append({"class_path": "DegenerateRuns"})
     trainer[key] = list(trainer.get(key) or []) + added
     return config
+
+
+def _is_test_accuracy(callback: dict) -> bool:
+    """Whether a config's callback entry is a HeldOutAccuracy on the test set (its default split)."""
+    split = (callback.get("init_args") or {}).get("split", "test")
+    return str(callback.get("class_path", "")).endswith("HeldOutAccuracy") and split == "test"
 
 
 def reshape_process(config: dict, method: Method) -> None:
@@ -534,10 +543,3 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     return results
 
 
-def main(argv: list[str], build: BuildRun) -> None:
-    """Entry point of ``featlearn compare ...`` (called by :mod:`featlearn.cli.main` with the CLI's ``build``)."""
-    try:
-        compare(argv, build)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"featlearn compare: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None

@@ -61,7 +61,6 @@ import csv
 import math
 import operator
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -701,10 +700,3 @@ def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[di
     return rows
 
 
-def main(argv: list[str], build: BuildRun) -> None:
-    """Entry point of ``featlearn samples ...`` (called by :mod:`featlearn.cli.main` with the CLI's ``build``)."""
-    try:
-        samples(argv, build)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"featlearn samples: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None

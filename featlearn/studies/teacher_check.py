@@ -160,12 +160,8 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
     plt.close(figure)
 
 
-def main(argv: list[str], build) -> None:
-    """Entry point of ``featlearn teacher-check ...``."""
-    try:
-        results = check_teacher_sizes(argv, build)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"featlearn teacher-check: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+def teacher_check(argv: list[str], build) -> None:
+    """``featlearn teacher-check ...``: :func:`check_teacher_sizes`, then each teacher size's students' minimum."""
+    results = check_teacher_sizes(argv, build)
     for result in results:
         print(f"teacher m = {result['teacher_size']}: students' minimum at m = {result['student_minimum']}")

@@ -13,6 +13,7 @@ import featlearn.studies.compare as compare_module
 import featlearn.studies.trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
+from featlearn.cli.main import main
 from featlearn.studies.compare import Method, compare, load_methods, summarize
 from featlearn.studies.trials import merge_configs
 
@@ -262,9 +263,7 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
     content["trainer"].pop("callbacks+")
     config.write_text(yaml.safe_dump(content))
     with pytest.raises(SystemExit) as exit_info:
-        compare_module.main(
-            ["--config", str(config), "--out", str(tmp_path / "o"), "--only", "Network w/o structure"], build_cli
-        )
+        main(["compare", "--config", str(config), "--out", str(tmp_path / "o"), "--only", "Network w/o structure"])
     assert exit_info.value.code == 2
     assert "no variant without input structure" in capsys.readouterr().err
 
