@@ -143,6 +143,25 @@ def resolve_last_checkpoint(config) -> None:
     init_args["version"] = folder.name
 
 
+def continue_in_checkpoint_folder(config) -> None:
+    """A checkpoint in this experiment's ``save_dir/name/version_K/checkpoints/`` continues in ``version_K``.
+
+    So an explicit ``--ckpt_path`` resumes the run where it was, as ``last`` does, instead
+    of opening the next version folder. A version the user sets wins.
+    """
+    path = config.get("ckpt_path")
+    logger = (config.get("trainer") or {}).get("logger")
+    init_args = logger.get("init_args") if hasattr(logger, "get") else None
+    if not path or str(path) in CKPT_KEYWORDS or init_args is None or init_args.get("version") is not None:
+        return
+    if not init_args.get("save_dir") or init_args.get("name") is None:
+        return
+    checkpoint = Path(path).resolve()
+    run = checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else None
+    if run is not None and run.parent == (Path(init_args["save_dir"]) / str(init_args["name"])).resolve():
+        init_args["version"] = run.name
+
+
 def check_resume(config, data_class: type | None, resume_free: tuple[str, ...]) -> None:
     """A checkpoint resumes only the run it was made by: the same learner, data and settings.
 

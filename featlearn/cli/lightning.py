@@ -39,6 +39,7 @@ from featlearn.cli.checks import (  # noqa: E402
     check_resume,
     check_trainer,
     check_yaml_files,
+    continue_in_checkpoint_folder,
     resolve_last_checkpoint,
 )
 from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
@@ -131,6 +132,7 @@ class FeatlearnCLI(LightningCLI):
         check_trainer(config.get("trainer") or {})
         resolve_last_checkpoint(config)
         check_checkpoint_path(config.get("ckpt_path"))
+        continue_in_checkpoint_folder(config)
         data_class = _class(config.get("data.class_path")) if config.get("data.class_path") else None
         featlearn_data = isinstance(data_class, type) and issubclass(data_class, DataModel)
         check_resume(config, data_class, data_class.resume_free_arguments if featlearn_data else ())

@@ -239,6 +239,23 @@ def test_versioned_logs_config_and_metrics(tmp_path):
     assert events.Scalars("test/error")[-1].step == 3  # the test set, at the final update step
 
 
+def test_a_resume_continues_in_the_run_folder_of_its_checkpoint(tmp_path):
+    """--ckpt_path last and an explicit checkpoint of this experiment both go on in version_0."""
+    steps = (
+        "--trainer.enable_checkpointing",
+        "true",
+        "--trainer.callbacks",
+        "[{class_path: StepCheckpoint, init_args: {save_last: true, every_n_train_steps: 2}}]",
+    )
+    run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "2")
+    last = tmp_path / "runs" / "glasgow_xor" / "version_0" / "checkpoints" / "last.ckpt"
+    cli = run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "4", "--ckpt_path", str(last))
+    assert cli.trainer.global_step == 4
+    cli = run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "6", "--ckpt_path", "last")
+    assert cli.trainer.global_step == 6
+    assert sorted(p.name for p in (tmp_path / "runs" / "glasgow_xor").glob("version_*")) == ["version_0"]
+
+
 def test_same_config_same_weights(tmp_path):
     args = TINY_GLASGOW
     a = run_cli(tmp_path / "a", *args).model.first_layer_features()
