@@ -110,7 +110,14 @@ class FeatlearnCLI(LightningCLI):
       chooses, trains (or loads from its cache) the teacher and labels the
       :class:`~featlearn.datamodules.TeacherMixture` data model.
     * After ``fit``, the test set is evaluated (``test/loss``, ``test/error``) unless
-      ``--test_after_fit false``.
+      ``--test_after_fit false``; ``fit``, ``validate`` and ``test`` end with a result block
+      (:mod:`featlearn.cli.summary`).
+    * Before anything is built, the trainer settings and the checkpoint are checked
+      (:mod:`featlearn.cli.checks`): ``--ckpt_path last`` becomes the latest run of the
+      experiment, a resume continues in its run folder, and a checkpoint of another
+      experiment or a changed setting is refused by name.
+    * A run holds its folder's lock from before Lightning writes into it
+      (:mod:`featlearn.cli.run_folder`), and a failed start removes the folder it made.
     """
 
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
