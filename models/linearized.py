@@ -2,10 +2,12 @@ r"""The NTK baseline: a learner that trains the two-layer network linearised at 
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
-from featlearn.batches import TrainBatch, batch_rows
+from featlearn.batches import SetRows, TrainBatch, batch_rows, take_rows
 from featlearn.models.linearize import Linearized
 from featlearn.models.networks import LinearizedTwoLayerNetwork, TwoLayerNetwork
 from featlearn.models.two_layer import TwoLayerNet
@@ -78,6 +80,52 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 )
         #: Kernel form: the dual coefficients alpha_g (S, n), one per trained group (set up in ``setup``).
         self.alpha = nn.ParameterDict()
+        #: (the set X it was built from, h0 (S, n, p), a0 sigma'(z0) (S, n, p)): see :meth:`tangent_feature_cache`.
+        self._tangent_cache: tuple[Tensor, Tensor, Tensor] | None = None
+
+    def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
+        """F_lin (S, B); on rows of a fixed training set without noise, from the rows' cached tangent features.
+
+        The tangent features of a training sample, h0 = sigma(z0) and a0 sigma'(z0) with
+        z0 = w0 . x + b0, never change: theta0 is fixed. So on a finite training set they are
+        computed once for the whole set X (S, n, d) and each step looks its rows up
+        (:meth:`tangent_feature_cache`), leaving one matrix product forward (the change
+        (w - w0) . x) instead of two. The predictions equal the product's up to round-off.
+        Steps with pre-activation noise, the kernel form and ``jacobian: autodiff`` compute
+        as before.
+        """
+        if self.form == "linear" and self.jacobian == "closed_form" and self.noise_std(step) == 0:
+            cached = self.tangent_feature_cache(rows, step)
+            if cached is not None:
+                return self.net.output_from_tangent_features(x, *cached)
+        return super().training_output(x, step, rows)
+
+    def tangent_feature_cache(self, rows: SetRows | None, step: int) -> tuple[Tensor, Tensor] | None:
+        """The batch rows' tangent features (h0, a0 sigma'(z0)), each (S, B, p), from the set's cache; or None.
+
+        The cache (2 S n p floats) is built for a set the first time a batch of its rows
+        comes, if it fits ``preactivation_cache_mb`` and the run ahead draws at least n
+        rows; it is rebuilt for another set object. None where the batch is not rows of a
+        fixed set or the cache does not pay.
+        """
+        if rows is None:
+            return None
+        cache = self._tangent_cache
+        if cache is None or cache[0] is not rows.inputs:
+            self._tangent_cache = cache = None
+            if not self._cache_pays(rows, step, copies=2, valid_through=math.inf):
+                return None
+            with torch.no_grad():
+                h0, g0a0 = self.net.tangent_features(rows.inputs)  # (S, n, p) each
+            self._tangent_cache = cache = (rows.inputs, h0, g0a0)
+        _, h0, g0a0 = cache
+        if rows.index is None:
+            return h0, g0a0
+        return take_rows(h0, rows.index), take_rows(g0a0, rows.index)
+
+    def on_train_end(self) -> None:  # noqa: D102
+        self._tangent_cache = None  # frees the set's tangent features
+        super().on_train_end()
 
     def wrap_network(self, base: TwoLayerNetwork) -> LinearizedTwoLayerNetwork:
         """The linearisation of ``base`` at its initial parameters."""

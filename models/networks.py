@@ -386,6 +386,23 @@ class LinearizedTwoLayerNetwork(nn.Module):
         per_neuron = h0 * net.a.unsqueeze(1) + g0 * dz * self.a0.unsqueeze(1)  # (S, B, p)
         return per_neuron.sum(dim=-1) * net.scale  # (S, B)
 
+    def tangent_features(self, x: Tensor, chunk: int = 16384) -> tuple[Tensor, Tensor]:
+        """H0 = sigma(z0) and a0 sigma'(z0) of inputs x (S, n, d), each (S, n, p), ``chunk`` rows at a time."""
+        parts = [self.tangent_parts(x[:, i : i + chunk])[1:] for i in range(0, x.shape[1], chunk)]
+        return torch.cat([h for h, _ in parts], dim=1), torch.cat([g for _, g in parts], dim=1)
+
+    def output_from_tangent_features(self, x: Tensor, h0: Tensor, g0a0: Tensor) -> Tensor:
+        """F_lin (S, B) from given tangent features h0, a0 sigma'(z0) (S, B, p) of inputs x (S, B, d).
+
+        :meth:`forward` without its product w0 . x: c sum_j [a_j h0_j + (a0 sigma'(z0))_j dz_j]
+        with dz = (w - w0) . x + b - b0.
+        """
+        net = self.base
+        dz = torch.bmm(x, (net.w - self.w0).transpose(1, 2))  # (S, B, p)
+        if self.b0 is not None:
+            dz = dz + (net.b - self.b0).unsqueeze(1)
+        return (h0 * net.a.unsqueeze(1) + g0a0 * dz).sum(dim=-1) * net.scale  # (S, B)
+
     def tangent_parts(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """The pieces of the tangent features at theta_0: h = sigma(z0), g = a0 sigma'(z0), each (S, B, p).
 

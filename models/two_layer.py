@@ -313,13 +313,19 @@ class TwoLayerNet(ScheduledSGDModule):
         self._z_cache = None  # frees the set's pre-activations
         super().on_train_end()
 
-    def _cache_pays(self, rows: SetRows, step: int) -> bool:
-        """Whether Z of the set fits the memory budget and the frozen stretch ahead draws >= n rows."""
+    def _cache_pays(self, rows: SetRows, step: int, copies: int = 1, valid_through: float | None = None) -> bool:
+        """Whether ``copies`` (S, n, p) tensors of the set fit the memory budget and the stretch ahead draws >= n rows.
+
+        The stretch ends at ``valid_through`` (default: the last step the first layer stays
+        frozen) or ``trainer.max_steps``, whichever comes first.
+        """
         members, n, _ = rows.inputs.shape
-        if members * n * self.width * rows.inputs.element_size() > self.preactivation_cache_mb * 2**20:
+        if copies * members * n * self.width * rows.inputs.element_size() > self.preactivation_cache_mb * 2**20:
             return False
-        first_layer_rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
-        frozen_through = min((lr.zero_through(step) for lr in first_layer_rates), default=math.inf)
+        if valid_through is None:
+            first_layer_rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
+            valid_through = min((lr.zero_through(step) for lr in first_layer_rates), default=math.inf)
+        frozen_through = valid_through
         try:
             max_steps = self.trainer.max_steps
         except RuntimeError:  # no trainer attached: the stretch is the schedules'

@@ -142,3 +142,37 @@ def test_kernel_form_refuses_several_processes(monkeypatch):
     model.trainer = trainer
     with pytest.raises(ValueError, match="form: kernel trains in one process only"):
         model.setup("fit")
+
+
+def test_the_tangent_features_of_a_training_set_are_computed_once_and_change_nothing_but_round_off(fit, monkeypatch):
+    from featlearn.models.networks import LinearizedTwoLayerNetwork
+
+    calls = []
+    original = LinearizedTwoLayerNetwork.tangent_features
+
+    def counting(self, x, *args, **kwargs):
+        calls.append(x.shape)
+        return original(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(LinearizedTwoLayerNetwork, "tangent_features", counting)
+    runs = {}
+    for budget in (2048.0, 0.0):  # 0: the cache is off, every step computes w0 . x
+        data = SparseCoding(
+            d=12, D=6, k=3, train_size=200, test_size=100, val_size=0, batch_size=50, seed=1, ensemble_size=2
+        )
+        model = LinearizedTwoLayerNet(
+            data.input_dim, **grouped(10, lr=0.05, seed=0, ensemble_size=2, preactivation_cache_mb=budget, **SHI_NET)
+        )
+        fit(model, data, 8)
+        runs[budget] = model
+    assert calls == [(2, 200, 12)]  # built once, for the whole set, by the cached run only
+    for p, q in zip(runs[2048.0].two_layer.parameters(), runs[0.0].two_layer.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-7)
+    assert not torch.equal(runs[2048.0].two_layer.w, runs[2048.0].net.w0)  # theta trained
+
+
+def test_steps_with_noise_compute_their_tangent_features_afresh(fit):
+    data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=100, val_size=0, batch_size=50, seed=1)
+    model = LinearizedTwoLayerNet(data.input_dim, **grouped(10, lr=0.05, seed=0, noise_std=0.1, **SHI_NET))
+    fit(model, data, 5)
+    assert model._tangent_cache is None  # noqa: SLF001 - the learner's own state, read by its test
