@@ -300,7 +300,7 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         contents (a digest), paths and tuples as strings and lists.
         """
         arguments = self._constructor_arguments or {}
-        return {k: _plain(v) for k, v in sorted(arguments.items()) if k not in self.resume_free_arguments}
+        return {k: plain_value(v) for k, v in sorted(arguments.items()) if k not in self.resume_free_arguments}
 
     def state_dict(self) -> dict:
         """What the checkpoint keeps of the data model: its :meth:`identity`."""
@@ -530,12 +530,12 @@ def _constructor_arguments(instance: DataModel, frame) -> dict:
     return values
 
 
-def _plain(value):
+def plain_value(value):
     """A value a checkpoint keeps and compares: tuples as lists, tensors by a digest of their contents."""
     if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_value(v) for k, v in value.items()}
     if isinstance(value, Tensor):
         digest = hashlib.sha256(value.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
         return f"tensor{list(value.shape)}:{digest}"

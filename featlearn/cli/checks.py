@@ -11,6 +11,9 @@ from pathlib import Path
 
 import torch
 import yaml
+from jsonargparse import Namespace
+
+from featlearn.datamodules.base import plain_value
 
 #: ``--ckpt_path`` values Lightning resolves itself (not files).
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")
@@ -198,19 +201,19 @@ def check_resume(config, data_class: type | None, resume_free: tuple[str, ...]) 
         )
     changed = []
     if data_states and data_class is not None:
-        given = _plain(_as_dict(config.get("data.init_args")))
+        given = plain_value(plain_arguments(config.get("data.init_args")))  # as the checkpoint keeps them
         saved = data_states[data_name]
         changed += [
             f"data.init_args.{k} = {saved[k]!r} there, {given[k]!r} here"
             for k in sorted(saved)
-            if k in given and k not in resume_free and not _same(saved[k], given[k])
+            if k in given and k not in resume_free and saved[k] != given[k]
         ]
-    mine = _flat_arguments(_as_dict(config.get("model.init_args")))
+    mine = _flat_arguments(plain_arguments(config.get("model.init_args")))
     theirs = _flat_arguments(hparams)
     changed += [
         f"model.init_args.{k} = {theirs[k]!r} there, {mine[k]!r} here"
         for k in sorted(theirs)
-        if k in mine and mine[k] is not None and not _same(theirs[k], mine[k])
+        if k in mine and mine[k] is not None and theirs[k] != mine[k]
     ]
     if changed:
         raise ValueError(
@@ -239,25 +242,16 @@ def describe_data(states: dict) -> str:
     return f"{name} ({shown}{', ...' if len(identity) > 4 else ''})"
 
 
-def _as_dict(value) -> dict:
-    return value.as_dict() if hasattr(value, "as_dict") else dict(value or {})
+def plain_arguments(value) -> dict:
+    """A parsed config's ``init_args`` (a jsonargparse Namespace, a mapping or None) as a plain dict."""
+    return value.as_dict() if isinstance(value, Namespace) else dict(value or {})
 
-
-def _plain(value):
-    """Namespaces and tuples as dicts and lists, for comparing with what a checkpoint holds."""
-    if hasattr(value, "as_dict"):
-        value = value.as_dict()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _flat_arguments(arguments: dict, prefix: str = "") -> dict:
     """Nested arguments as dotted keys; a class spec ``{class_path, init_args}`` counts as its init_args."""
     flat = {}
-    for key, value in _plain(arguments).items():
+    for key, value in plain_value(arguments).items():
         if isinstance(value, dict) and "class_path" in value:
             value = value.get("init_args") or {}
         if isinstance(value, dict):
@@ -265,16 +259,3 @@ def _flat_arguments(arguments: dict, prefix: str = "") -> dict:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _same(a, b) -> bool:
-    """Equal as settings: numbers by value (1 == 1.0), lists and mappings element by element."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return float(a) == float(b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import inspect
 import os
 import re
@@ -22,6 +21,8 @@ from collections.abc import Iterator
 import yaml
 from jsonargparse import ArgumentError
 from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+from featlearn.config_files import config_class
 
 #: The errors a run's settings cause: shown as one message. Anything else is a bug and keeps its traceback.
 USER_ERRORS = (
@@ -55,10 +56,8 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 def accepted_arguments(class_path: str) -> list[str]:
     """The keyword arguments ``class_path``'s constructor takes, its bases' through ``**kwargs`` included."""
-    module, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
+    cls = config_class(class_path)
+    if cls is None:
         return []
     names: list[str] = []
     for klass in cls.__mro__:

@@ -10,7 +10,6 @@ and the other commands dispatch from :mod:`featlearn.cli.main`.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import warnings
@@ -27,7 +26,6 @@ warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual opt
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
-from jsonargparse import Namespace  # noqa: E402
 from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
@@ -40,11 +38,12 @@ from featlearn.cli.checks import (  # noqa: E402
     check_trainer,
     check_yaml_files,
     continue_in_checkpoint_folder,
+    plain_arguments,
     resolve_last_checkpoint,
 )
 from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
 from featlearn.cli.summary import result_block  # noqa: E402
-from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
+from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.datamodules import DataModel  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
@@ -140,7 +139,7 @@ class FeatlearnCLI(LightningCLI):
         resolve_last_checkpoint(config)
         check_checkpoint_path(config.get("ckpt_path"))
         continue_in_checkpoint_folder(config)
-        data_class = _class(config.get("data.class_path")) if config.get("data.class_path") else None
+        data_class = config_class(config.get("data.class_path"))
         featlearn_data = isinstance(data_class, type) and issubclass(data_class, DataModel)
         check_resume(config, data_class, data_class.resume_free_arguments if featlearn_data else ())
 
@@ -287,14 +286,14 @@ def fill_process_constants(config) -> None:
     Raises:
         ValueError: If a null constant has no value from the data model.
     """
-    learner, init_args = _class(config.get("model.class_path")), config.get("model.init_args")
+    learner, init_args = config_class(config.get("model.class_path")), config.get("model.init_args")
     if init_args is None or not isinstance(learner, DataDerivedConstants):
         return
-    wanted = learner.unset_data_constants(_as_dict(init_args))
+    wanted = learner.unset_data_constants(plain_arguments(init_args))
     if not wanted:
         return
     data = config.get("data")
-    constants = _class(data.class_path)(**_as_dict(data.get("init_args"))).process_constants()
+    constants = config_class(data.class_path)(**plain_arguments(data.get("init_args"))).process_constants()
     for path, name in wanted.items():
         if name not in constants:
             raise ValueError(
@@ -303,18 +302,6 @@ def fill_process_constants(config) -> None:
             )
         _set_argument(init_args, path, constants[name])
 
-
-def _class(class_path: str) -> type:
-    """The class a parsed config's full ``class_path`` names."""
-    module, _, name = class_path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def _as_dict(init_args) -> dict:
-    """A parsed config's ``init_args`` (a jsonargparse Namespace, a mapping or None) as a plain dict."""
-    if isinstance(init_args, Namespace):
-        return init_args.as_dict()
-    return dict(init_args or {})
 
 
 def _set_argument(init_args, path: str, value) -> None:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import importlib
 import itertools
 import json
 import math
@@ -56,7 +55,7 @@ from pathlib import Path
 
 import yaml
 
-from featlearn.config_files import resolve_config
+from featlearn.config_files import config_class, resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.schedules import hold_from, is_segment_list, skip_steps
 from featlearn.studies.trials import (
@@ -246,7 +245,7 @@ def freeze_first_layer(config: dict, method: Method) -> None:
             sets none of them (nor what they follow).
     """
     model = config["model"]["init_args"]
-    learner = learner_class(config["model"].get("class_path"))
+    learner = config_class(config["model"].get("class_path"))
     declared = learner.first_layer_arguments if isinstance(learner, FirstLayerArguments) else {}
     for key, follows in declared.items():
         if key not in model and follows is not None and follows not in declared and follows in model:
@@ -260,13 +259,6 @@ def freeze_first_layer(config: dict, method: Method) -> None:
     for key in held:
         model[key] = hold_from(model[key], method.freeze_first_layer_from, 0.0, f"model.init_args.{key}")
 
-
-def learner_class(class_path: str | None) -> type | None:
-    """The learner class a config's ``model.class_path`` names (a short name is looked up in featlearn.models)."""
-    if not class_path:
-        return None
-    module, _, name = class_path.rpartition(".")
-    return getattr(importlib.import_module(module or "featlearn.models"), name, None)
 
 
 def _structure_free_overrides(config: dict, build: BuildRun) -> dict:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
-import importlib
 import json
 import shutil
 import sys
@@ -43,6 +42,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
+from featlearn.config_files import config_class
 
 #: How a run is built: ``build(args, run=True)`` -> an object with ``trainer``, ``model``
 #: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point: studies never
@@ -86,25 +86,11 @@ def _replaces(old: dict, new: dict) -> bool:
         return False
     if "class_path" not in old:
         return True
-    old_class, new_class = _config_class(old["class_path"]), _config_class(new["class_path"])
+    old_class, new_class = config_class(old["class_path"]), config_class(new["class_path"])
     if old_class is None or new_class is None:  # unknown here: merge, and let LightningCLI judge
         return False
     return not issubclass(new_class, old_class)
 
-
-def _config_class(class_path) -> type | None:
-    """The class a config's ``class_path`` names: a full path, or a short name featlearn registers."""
-    if not isinstance(class_path, str):
-        return None
-    module, _, name = class_path.rpartition(".")
-    for where in [module] if module else ["featlearn.models", "featlearn.datamodules", "featlearn.callbacks"]:
-        try:
-            found = getattr(importlib.import_module(where), name, None)
-        except ImportError:
-            found = None
-        if isinstance(found, type):
-            return found
-    return None
 
 
 def set_path(config: dict, path: str, value, where: str) -> None:

@@ -39,3 +39,14 @@ def test_the_console_script_reports_an_unknown_config_without_a_traceback():
     out = subprocess.run([sys.executable, "-m", "featlearn", "fit", "--config", "nope"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith("featlearn: error: --config 'nope'")
     assert "Traceback" not in out.stderr
+
+
+def test_config_class_resolves_full_paths_and_the_short_names_featlearn_registers():
+    from featlearn.config_files import config_class
+    from featlearn.datamodules import BooleanXOR
+    from featlearn.models import TwoLayerNet
+
+    assert config_class("featlearn.models.TwoLayerNet") is TwoLayerNet
+    assert config_class("TwoLayerNet") is TwoLayerNet and config_class("BooleanXOR") is BooleanXOR
+    assert config_class("NoSuchThing") is None and config_class("no.such.module.Thing") is None
+    assert config_class(None) is None
