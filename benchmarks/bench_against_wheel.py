@@ -9,11 +9,16 @@ diagnostics and no checkpoints, then the test set. Each process reports the seco
 ``featlearn fit`` (data drawing included), its test error and a checksum of the final
 second-layer weights, so the table shows that both trained the same networks.
 
-``--compare`` times the whole comparison instead: ``featlearn compare`` of E.1.1 with
-every method of Table 1 (``compare/shi.yaml``) and 5 seeds, once on each side (it takes
-minutes), and prints both tables.
+``--compare`` times whole tuned comparisons instead: ``featlearn compare`` of each of
+``--experiments`` (default E.1.1 ``shi_parity`` and E.1.2 ``shi_interval``) with every
+method of Table 1 (``compare/shi.yaml``, its NTK and RF grids tuned) and 5 seeds, once on
+each side, back to back in fresh processes (it takes minutes). It prints both tables, the
+largest per-seed test accuracy difference of each method, and a table of the wall times,
+their ratio and each side's peak memory (resident set; on a GPU also torch's peak
+allocation). Both sides use the same device (``trainer.accelerator: auto``).
 
-Usage: ``python benchmarks/bench_against_wheel.py [--baseline REV] [--repeats R] [--steps N] [--compare]``.
+Usage: ``python benchmarks/bench_against_wheel.py [--baseline REV] [--repeats R] [--steps N]
+[--compare [--experiments E ...] [--grid-members N]]``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,59 +54,114 @@ COMMON = [
 
 
 def build_baseline(rev: str, folder: Path) -> tuple[Path, list[str]]:
-    """Install ``rev``'s wheel under ``folder``; return its site folder and its config arguments."""
+    """Install ``rev``'s wheel under ``folder``; return its site folder and its config arguments.
+
+    A ``folder`` that holds ``source/`` and ``site/`` already (``--baseline-folder``, built
+    where git is, e.g. for a GPU machine without the repository's history) is used as it is.
+    """
     source = folder / "source"
-    source.mkdir()
+    site = folder / "site"
+    configs = [source / "configs" / "base.yaml", source / "configs" / "experiments" / "shi_parity.yaml"]
+    if source.is_dir() and site.is_dir():
+        return site, [a for c in configs for a in ("--config", str(c))]
+    source.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", REPO, "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", source], input=archive, check=True)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", folder / "wheel", source], check=True)
-    site = folder / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", site, *(folder / "wheel").glob("*.whl")], check=True)
-    configs = [source / "configs" / "base.yaml", source / "configs" / "experiments" / "shi_parity.yaml"]
     return site, [a for c in configs for a in ("--config", str(c))]
 
 
-def time_compare(site: Path | None, config: list[str], out: Path, cwd: Path) -> float:
-    """Seconds of ``python -m featlearn compare`` (5 seeds, every method) in a fresh process."""
+#: Runs ``featlearn compare`` in this fresh process and prints its peak memory: the process's
+#: resident set (ru_maxrss) and, on a GPU, torch's peak allocation.
+COMPARE_CHILD = """
+import json, resource, runpy, sys, time
+sys.argv = ["featlearn", *sys.argv[1:]]
+start = time.perf_counter()
+try:
+    runpy.run_module("featlearn", run_name="__main__")
+except SystemExit as err:
+    if err.code not in (None, 0):
+        raise
+seconds = time.perf_counter() - start
+import torch
+gpu = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
+print("RESULT" + json.dumps({"seconds": seconds, "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                             "gpu_gib": gpu}))
+"""
+
+
+def time_compare(site: Path | None, arguments: list[str], out: Path, cwd: Path) -> dict:
+    """``{"seconds", "rss_gib", "gpu_gib"}`` of ``featlearn compare ARGUMENTS --seeds 5 --out OUT``, a fresh process."""
     env = dict(os.environ)
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
-    command = [sys.executable, "-m", "featlearn", "compare", *config, "--seeds", "5", "--out", str(out)]
-    start = time.perf_counter()
+    if site is not None:  # before whatever PYTHONPATH holds (the dependencies on a bare machine)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-c", COMPARE_CHILD, "compare", *arguments, "--seeds", "5", "--out", str(out)]
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
-    return seconds
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT"))
+    return json.loads(line[len("RESULT") :])
 
 
-def compare_both(rev: str) -> None:
-    """The whole E.1.1 comparison on each side, once, with both tables."""
+def per_seed_test_accuracy(out: Path) -> dict[str, list[float]]:
+    """Each method's per-seed test accuracies (%) from a compare folder's ``result.json`` files."""
+    found = {}
+    for result in sorted((out / "methods").glob("*/result.json")):
+        saved = json.loads(result.read_text())
+        found[saved["label"]] = saved["metrics"]["test_acc"]
+    return found
+
+
+def compare_both(rev: str, experiments: list[str], grid_members: int | None, baseline: Path | None) -> None:
+    """Each experiment's whole tuned comparison on each side, once, with both tables and their differences."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        site, _ = build_baseline(rev, folder)
-        source = folder / "source"
-        # The baseline's compare reads its own config and methods file from its source tree, by
-        # absolute path: run from the source folder, `python -m featlearn` would import its core
-        # beside this checkout's editable data models and learners.
-        configs = source / "configs"
-        theirs_config = [
-            *("--config", str(configs / "experiments" / "shi_parity.yaml")),
-            *("--methods", str(configs / "compare" / "shi.yaml")),
-        ]
-        ours = time_compare(None, ["--config", "shi_parity"], folder / "ours", folder)
-        print(f"this checkout: {ours:.0f} s", flush=True)
-        theirs = time_compare(site, theirs_config, folder / "theirs", folder)
-        print(f"featlearn compare, E.1.1, 5 seeds, every method: this checkout {ours:.0f} s, {rev} {theirs:.0f} s")
-        for name, out in (("this checkout", folder / "ours"), (rev, folder / "theirs")):
-            print(f"\n{name}:\n" + (out / "table.md").read_text())
+        baseline = folder if baseline is None else baseline.resolve()  # children run elsewhere: absolute paths
+        site, _ = build_baseline(rev, baseline)
+        source = baseline / "source"
+        rows = []
+        for experiment in experiments:
+            # The baseline reads its own config and methods file from its source tree, by absolute path.
+            configs = source / "configs"
+            theirs_arguments = [
+                *("--config", str(configs / "experiments" / f"{experiment}.yaml")),
+                *("--methods", str(configs / "compare" / "shi.yaml")),
+            ]
+            ours_arguments = ["--config", experiment]
+            if grid_members is not None:
+                ours_arguments += ["--grid-members", str(grid_members)]
+            ours = time_compare(None, ours_arguments, folder / experiment / "ours", folder)
+            print(f"{experiment}: this checkout {ours['seconds']:.0f} s", flush=True)
+            theirs = time_compare(site, theirs_arguments, folder / experiment / "theirs", folder)
+            print(f"{experiment}: {rev} {theirs['seconds']:.0f} s", flush=True)
+            rows.append((experiment, ours, theirs))
+            for name, side in (("this checkout", "ours"), (rev, "theirs")):
+                print(f"\n{experiment}, {name}:\n" + (folder / experiment / side / "table.md").read_text())
+            mine, base = (per_seed_test_accuracy(folder / experiment / side) for side in ("ours", "theirs"))
+            for method in mine:
+                if method in base:
+                    gap = max(abs(a - b) for a, b in zip(mine[method], base[method], strict=True))
+                    print(f"  {method}: largest per-seed test accuracy difference {gap:.4f} points")
+        print("\n| experiment | this checkout (s) | " + rev + " (s) | speed-up | peak RSS (GiB) ours / theirs | "
+              "peak GPU (GiB) ours / theirs |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for experiment, ours, theirs in rows:
+            gpu = (
+                "" if ours["gpu_gib"] is None else f"{ours['gpu_gib']:.2f} / {theirs['gpu_gib'] or 0:.2f}"
+            )
+            print(
+                f"| {experiment} | {ours['seconds']:.0f} | {theirs['seconds']:.0f} | "
+                f"{theirs['seconds'] / ours['seconds']:.2f}x | "
+                f"{ours['rss_gib']:.2f} / {theirs['rss_gib']:.2f} | {gpu} |"
+            )
 
 
 def run(args: list[str], site: Path | None, cwd: Path) -> dict:
     env = dict(os.environ)
     if site is not None:
-        env["PYTHONPATH"] = str(site)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", CHILD, *args], cwd=cwd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
@@ -115,10 +174,17 @@ def main() -> None:
     parser.add_argument("--baseline", default="911a390", help="git revision to compare against")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=600, help="trainer.max_steps (E.1.1: 600)")
-    parser.add_argument("--compare", action="store_true", help="time the whole `featlearn compare` of E.1.1")
+    parser.add_argument("--compare", action="store_true", help="time whole tuned `featlearn compare` runs")
+    parser.add_argument(
+        "--experiments", nargs="+", default=["shi_parity", "shi_interval"], help="with --compare: experiments"
+    )
+    parser.add_argument("--grid-members", type=int, default=None, help="with --compare: this checkout's --grid-members")
+    parser.add_argument(
+        "--baseline-folder", type=Path, default=None, help="with --compare: the baseline's source/, site/"
+    )
     args = parser.parse_args()
     if args.compare:
-        compare_both(args.baseline)
+        compare_both(args.baseline, args.experiments, args.grid_members, args.baseline_folder)
         return
     steps = ["--trainer.max_steps", str(args.steps)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -95,7 +95,7 @@ class DegenerateRuns(pl.Callback):
         labels = labels.long() if labels.dtype in (torch.int64, torch.int32) else (labels > 0).long()
         for s in range(predicted.shape[0]):
             share = _majority_share(predicted[s])
-            label_share = _majority_share(labels[s])
+            label_share = _majority_share(labels[s % labels.shape[0]])  # member g K + j: stream j
             if share >= self.one_class_fraction and label_share < self.one_class_fraction:
                 self.flags[s].append(
                     f"predicts one class on {100 * share:.1f}% of the test set (its labels: {100 * label_share:.1f}% "

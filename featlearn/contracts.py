@@ -269,11 +269,16 @@ class ClassPredictor(Protocol):
 class Learner(Protocol):
     """Every featlearn learner (``ScheduledSGDModule``): what observers and commands may read."""
 
+    #: S, the members: the rows of every per-member tensor.
     ensemble_size: int
+    #: K, the data streams the learner reads (S = G K with G grid points of ``member_values``; K = S without).
+    streams: int
     logged_member_losses: dict
+    #: Members of a grid ensemble that diverged while the others trained on: member -> first bad step.
+    diverged_members: dict
 
     def scores(self, x: Tensor) -> Tensor:
-        """The outputs f (S, B) (or (S, B, C)) at evaluation."""
+        """The outputs f (S, B) (or (S, B, C)) at evaluation, for inputs of K streams (K, B, ...) or shared."""
 
     def evaluate_dataset(self, x: Tensor, y: Tensor, chunk: int = 65536) -> tuple[Tensor, Tensor]:
         """Per-member loss and 0-1 error over a whole set: (S,), (S,)."""

@@ -252,6 +252,73 @@ def as_schedule(spec: ScheduleSpec | Schedule, name: str, *, integer: bool = Fal
     return Schedule(spec, name, integer=integer, positive=positive)
 
 
+class PointSchedules:
+    """One hyperparameter with its own schedule at each of G grid points of an ensemble.
+
+    An ensemble of S = G K members trains G grid points (value sets) on K seeds each:
+    member m = g K + j takes point g's value. A call returns one float when every point
+    has the same value at that step (so code that treats a shared value, such as a rate
+    of 0 that leaves a group idle, keeps working), else the G values as a tuple.
+
+    Args:
+        points: The G schedules, in grid order.
+        name: The parameter's name as a user writes it (``model.lr_a``), used in errors.
+    """
+
+    def __init__(self, points: Sequence[Schedule], name: str) -> None:
+        if not points:
+            raise ValueError(f"{name}: a per-point schedule needs at least one grid point.")
+        self.points = tuple(points)
+        self.name = name
+        #: Every point's segments, for code that reads where segments start or what values they state.
+        self.segments = tuple(seg for schedule in self.points for seg in schedule.segments)
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether every point's schedule is 0 at every step."""
+        return all(schedule.is_zero for schedule in self.points)
+
+    @property
+    def size(self) -> int:
+        """G, the number of grid points."""
+        return len(self.points)
+
+    def zero_through(self, step: int) -> int | float:
+        """The last step through which every point's value stays 0 from ``step`` (see :meth:`Schedule.zero_through`)."""
+        return min(schedule.zero_through(step) for schedule in self.points)
+
+    def check_covers(self, max_steps: int, max_steps_name: str = "trainer.max_steps") -> None:
+        """Raise if training would run past the end of any point's schedule."""
+        for schedule in self.points:
+            schedule.check_covers(max_steps, max_steps_name)
+
+    def __call__(self, step: int) -> float | tuple[float, ...]:
+        """The value at ``step``: one float when all points agree, else the G values."""
+        values = tuple(schedule(step) for schedule in self.points)
+        return values[0] if all(v == values[0] for v in values) else values
+
+    def __repr__(self) -> str:
+        return f"PointSchedules({self.name}: {[s.spec for s in self.points]!r})"
+
+
+def point_values(value: float | tuple[float, ...], members: int) -> list[float]:
+    """The value of each of ``members`` members from a (per-point) schedule's value at a step.
+
+    One float applies to every member; G values apply to G equal, consecutive blocks of members.
+    """
+    if not isinstance(value, tuple):
+        return [value] * members
+    per_point = members // len(value)
+    return [v for v in value for _ in range(per_point)]
+
+
+def combine_points(schedules: Sequence[Schedule], name: str) -> Schedule | PointSchedules:
+    """One :class:`Schedule` where every grid point's spec is the same, else :class:`PointSchedules`."""
+    if all(schedule.spec == schedules[0].spec for schedule in schedules):
+        return schedules[0]
+    return PointSchedules(schedules, name)
+
+
 # ---------------------------------------------------------------------- reshaping a process
 def is_segment_list(spec: Any) -> bool:
     """Whether ``spec`` is written as a list of segments (not a number)."""

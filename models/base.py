@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from featlearn.batches import SetRows, batch_rows
 from featlearn.contracts import EvaluationData, require
 from featlearn.models.losses import LOSSES
+from featlearn.models.networks import repeat_streams
 from featlearn.models.sgd import DivergenceGuard, ScheduledSGD, member_metrics
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
@@ -82,6 +83,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         positive_rate: Pr[y = +1] for the class weights, in (0, 1); null: filled by the
             command line from the data model's ``process_constants()`` (needed only where
             omega is not zero).
+        grid_points: G, grid points (value sets of per-point hyperparameters, see
+            :class:`~featlearn.schedules.PointSchedules`) trained side by side on the same
+            ``ensemble_size`` seeds: the learner holds S = G K members (K =
+            ``ensemble_size``), member g K + j being point g on seed j, and reads K data
+            streams (``data.ensemble_size`` stays K). A member whose loss becomes NaN or
+            infinite is recorded in :attr:`diverged_members` and the others train on (a
+            grid's large rates may diverge); with G = 1 divergence stops the run.
         momentum: *schedule*, mu(t) in [0, 1): SGD with momentum, the heavy ball
             b_t = mu(t) b_{t-1} + g_t, theta_t = theta_{t-1} - c eta(t) b_t (no dampening;
             b_t = g_t at steps where mu(t) = 0), set at every step like the rates. The
@@ -115,15 +123,24 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         momentum: ScheduleSpec = 0.0,
         class_weighting: ScheduleSpec = 0.0,
         positive_rate: float | None = None,
+        grid_points: int = 1,
     ) -> None:
         super().__init__()
         check_choice("model.loss", loss, sorted(LOSSES))
         check_int("model.ensemble_size", ensemble_size, 1)
         check_int("model.max_members_logged", max_members_logged, 0)
+        check_int("the number of grid points (model.member_values)", grid_points, 1)
         self.automatic_optimization = False
         self.loss_name = loss
         self.margin_loss, self.margin_loss_derivative_abs = LOSSES[loss]
-        self.ensemble_size = ensemble_size
+        #: K, the data streams (seeds) the data model draws.
+        self.streams = ensemble_size
+        #: G, the grid points trained side by side on the K streams.
+        self.grid_points = grid_points
+        #: S = G K, the members: every per-member tensor has S rows.
+        self.ensemble_size = ensemble_size * grid_points
+        #: Grid members whose loss became NaN or infinite: member -> the first such update step.
+        self.diverged_members: dict[int, int] = {}
         self.max_members_logged = max_members_logged
         #: The run's data model, handed over by :meth:`connect_data` (None until then).
         self.data_model: Any = None
@@ -239,10 +256,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         if data is not None:
             for capability in self.data_requirements:
                 require(data, capability, type(self).__name__)
-            if data.ensemble_size != self.ensemble_size:
+            if data.ensemble_size != self.streams:
                 raise ValueError(
                     f"The data model draws {data.ensemble_size} stream(s) (data.ensemble_size) but "
-                    f"model.ensemble_size is {self.ensemble_size}: give both the same ensemble size (the command "
+                    f"model.ensemble_size is {self.streams}: give both the same ensemble size (the command "
                     f"line copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
                 )
         self.data_model = data
@@ -260,6 +277,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                 "model.class_weighting needs Pr[y = +1]: set model.positive_rate, or leave it null with a data "
                 "model whose process_constants() state it (SparseCoding, HiddenRepresentation)."
             )
+
+    def members_of(self, values: Tensor) -> Tensor:
+        """Per-stream values (K, ...) as per-member values (S, ...): member g K + j gets stream j's."""
+        return repeat_streams(values, self.ensemble_size)
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
         """Mean loss of each member: f, y (S, B) -> (S,)."""
@@ -291,6 +312,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         x, y = batch
         step = self.global_step + 1
         self.check_batch(x)
+        y = self.members_of(y)  # (S, B); the network maps x's K streams to its members itself
         idle = self.sgd.idle_parameters(step, self._world_size)
         try:
             for p in idle:
@@ -315,11 +337,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         return objective.detach()
 
     def check_batch(self, x: Tensor) -> None:
-        """Refuse batches drawn for another ensemble size: x is (S', B, d) with S' the data model's."""
-        if x.shape[0] != self.ensemble_size:
+        """Refuse batches drawn for another ensemble size: x is (K', B, d) with K' the data model's."""
+        if x.shape[0] != self.streams:
             raise ValueError(
                 f"The data model draws {x.shape[0]} stream(s) per batch but model.ensemble_size is "
-                f"{self.ensemble_size}: give the data model the same ensemble_size (the command line "
+                f"{self.streams}: give the data model the same ensemble_size (the command line "
                 f"copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
             )
 
@@ -370,9 +392,23 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         Raises:
             FloatingPointError: Naming the step and the hyperparameters in effect then.
         """
-        self.divergence.check(
-            self._across_processes, lambda step: ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(step).items())
-        )
+        describe = lambda step: ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(step).items())  # noqa: E731
+        if self.grid_points == 1:
+            self.divergence.check(self._across_processes, describe)
+            return
+        found = self.divergence.diverged_members(self._across_processes)
+        for member, step in found.items():
+            if member not in self.diverged_members:
+                self.diverged_members[member] = step
+
+    @property
+    def diverged_points(self) -> dict[int, int]:
+        """Grid points with a diverged member: point -> the first step one of its members diverged."""
+        points: dict[int, int] = {}
+        for member, step in self.diverged_members.items():
+            point = member // self.streams
+            points[point] = min(step, points.get(point, step))
+        return points
 
     def _log_train(self, losses: Tensor, step: int, batch_size: int) -> None:
         # One self.log (progress bar, callback_metrics); the rest goes straight to the
@@ -394,7 +430,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Per-member loss and 0-1 error (a zero output counts as an error): (S,), (S,)."""
-        f = self.scores(x)
+        f = self.scores(x)  # (S, B); x may hold K streams
+        y = self.members_of(y)
         return self.member_losses(f, y), (y * f <= 0).to(f.dtype).mean(dim=1)
 
     @torch.no_grad()

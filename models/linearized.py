@@ -66,6 +66,11 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 )
             self.net = Linearized(self.two_layer)  # the same base network, expanded by torch.func
         self.kernel_max_samples = check_int("model.kernel_max_samples", kernel_max_samples, 1)
+        if form == "kernel" and self.grid_points > 1:
+            raise ValueError(
+                "model.form: kernel trains one set of dual coefficients per member from the data's streams: "
+                "it takes no model.member_values (use form: linear, the same predictor)."
+            )
         if form == "kernel":
             nonzero = [name for name, (_, _, wd) in self.parameter_groups.items() if not wd.is_zero]
             if nonzero:
@@ -115,13 +120,16 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             self._tangent_cache = cache = None
             if not self._cache_pays(rows, step, copies=2, valid_through=math.inf):
                 return None
+            # theta_0 of member g K + j is seed j's for every grid point g: the features of the K
+            # streams' first block serve every point (K n p floats each, not S n p).
+            streams = rows.inputs.shape[0]
             with torch.no_grad():
-                h0, g0a0 = self.net.tangent_features(rows.inputs)  # (S, n, p) each
+                h0, g0a0 = self.net.tangent_features(rows.inputs, members=slice(0, streams))  # (K, n, p) each
             self._tangent_cache = cache = (rows.inputs, h0, g0a0)
         _, h0, g0a0 = cache
-        if rows.index is None:
-            return h0, g0a0
-        return take_rows(h0, rows.index), take_rows(g0a0, rows.index)
+        if rows.index is not None:
+            h0, g0a0 = take_rows(h0, rows.index), take_rows(g0a0, rows.index)  # (K, B, p)
+        return self.members_of(h0), self.members_of(g0a0)
 
     def on_train_end(self) -> None:  # noqa: D102
         self._tangent_cache = None  # frees the set's tangent features

@@ -200,11 +200,16 @@ class TwoLayerNetwork(nn.Module):
         """What the network computes (width, activation, bias, output scale), without its members or d."""
         return TwoLayerArchitecture(self.width, self.activation, self.b is not None, self.output_scale)
 
-    def preactivation(self, x: Tensor) -> Tensor:
-        """w_j . x + b_j for every member and neuron: x (S, B, d) -> (S, B, p)."""
+    def preactivation(self, x: Tensor, members: slice | None = None) -> Tensor:
+        """w_j . x + b_j for every member and neuron: x (S, B, d) -> (S, B, p).
+
+        ``members``: only these members (x then holds as many rows along dimension 0).
+        """
+        w = self.w if members is None else self.w[members]
         if self.b is None:
-            return torch.bmm(x, self.w.transpose(1, 2))
-        return torch.baddbmm(self.b.unsqueeze(1), x, self.w.transpose(1, 2))
+            return torch.bmm(x, w.transpose(1, 2))
+        b = self.b if members is None else self.b[members]
+        return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
 
     def forward(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
         """Evaluate every member on its inputs.
@@ -244,21 +249,29 @@ class TwoLayerNetwork(nn.Module):
         return ACTIVATION_DERIVATIVES[self.activation](z)
 
     def per_member(self, x: Tensor) -> Tensor:
-        """Broadcast x (B, d) shared by all members to (S, B, d); (S, B, d) is unchanged."""
-        return x.unsqueeze(0).expand(self.ensemble_size, -1, -1) if x.dim() == 2 else x
+        """The input x as (S, B, d): (B, d) shared by all members is broadcast, (S, B, d) is unchanged.
+
+        x (K, B, d) with K dividing S (the K data streams of an ensemble of G = S / K grid
+        points, member g K + j trained on stream j) is repeated G times.
+        """
+        return members_of(x, self.ensemble_size)
 
     def activate(self, z: Tensor, smoothing_std: float = 0.0) -> Tensor:
         """sigma(z), or its Gaussian smoothing E_xi sigma(z + xi) when ``smoothing_std`` > 0."""
         return SMOOTHED_ACTIVATIONS[self.activation](z, smoothing_std) if smoothing_std > 0 else self.sigma(z)
 
     @torch.no_grad()
-    def initialize_(self, init: Initialization, seed: int) -> None:
-        """Draw the initial parameters; member s from the stream ``(seed + s, INIT)``.
+    def initialize_(self, init: Initialization, seed: int, offsets: list[int] | None = None) -> None:
+        """Draw the initial parameters; member s from the stream ``(seed + offsets[s], INIT)``.
+
+        ``offsets`` defaults to ``range(S)``; a grid of G points on K seeds gives member
+        g K + j the offset j, so every point starts from the same K networks.
 
         Raises:
             ValueError: If a ``gaussian_symmetric`` std is unset or the width is odd.
         """
-        generators = [torch.Generator().manual_seed(derive_seed(seed + s, INIT)) for s in range(self.ensemble_size)]
+        offsets = list(range(self.ensemble_size)) if offsets is None else offsets
+        generators = [torch.Generator().manual_seed(derive_seed(seed + offset, INIT)) for offset in offsets]
         if init.scheme == "sphere":
             self.init_sphere_(default_init_scale(self.input_dim) if init.scale is None else init.scale, generators)
             return
@@ -323,6 +336,35 @@ class TwoLayerNetwork(nn.Module):
         )
 
 
+def members_of(values: Tensor, members: int) -> Tensor:
+    """``values`` with one row per member along dimension 0: (S, ...) from (S, ...), (K, ...) or (...).
+
+    For inputs: a 2-D (B, d) input is shared by every member (broadcast, no copy); K rows
+    with K dividing S are the K data streams of S / K grid points and are repeated (member
+    g K + j gets row j). Labels (K, B) go through :func:`repeat_streams` instead.
+    """
+    if values.dim() == 2:
+        return values.unsqueeze(0).expand(members, -1, -1)
+    return repeat_streams(values, members)
+
+
+def repeat_streams(values: Tensor, members: int) -> Tensor:
+    """(K, ...) -> (S, ...) for K dividing S, row j repeated as rows g K + j; (S, ...) unchanged.
+
+    Raises:
+        ValueError: K does not divide S.
+    """
+    streams = values.shape[0]
+    if streams == members:
+        return values
+    if members % streams:
+        raise ValueError(
+            f"{streams} data stream(s) cannot feed {members} ensemble members: the members must be "
+            f"G grid points times the data model's ensemble_size."
+        )
+    return values.repeat(members // streams, *([1] * (values.dim() - 1)))
+
+
 def default_init_scale(input_dim: int) -> float:
     """1 / log(d): Theorem 3.1's theta = 1/log^C(d) with C = 1."""
     return 1.0 / math.log(max(input_dim, 3))
@@ -365,11 +407,13 @@ class LinearizedTwoLayerNetwork(nn.Module):
         """S, the number of independent networks."""
         return self.base.ensemble_size
 
-    def initial_preactivation(self, x: Tensor) -> Tensor:
-        """Z0 = w0 . x + b0 for x (S, B, d): (S, B, p)."""
+    def initial_preactivation(self, x: Tensor, members: slice | None = None) -> Tensor:
+        """Z0 = w0 . x + b0 for x (S, B, d): (S, B, p); ``members``: only these (x holds as many rows)."""
+        w0 = self.w0 if members is None else self.w0[members]
         if self.b0 is None:
-            return torch.bmm(x, self.w0.transpose(1, 2))
-        return torch.baddbmm(self.b0.unsqueeze(1), x, self.w0.transpose(1, 2))
+            return torch.bmm(x, w0.transpose(1, 2))
+        b0 = self.b0 if members is None else self.b0[members]
+        return torch.baddbmm(b0.unsqueeze(1), x, w0.transpose(1, 2))
 
     def forward(self, x: Tensor, noise: Tensor | None = None, smoothing_std: float = 0.0) -> Tensor:
         """f_lin (S, B) for x (S, B, d) or (B, d), with optional pre-activation noise (S, B, p)."""
@@ -386,9 +430,12 @@ class LinearizedTwoLayerNetwork(nn.Module):
         per_neuron = h0 * net.a.unsqueeze(1) + g0 * dz * self.a0.unsqueeze(1)  # (S, B, p)
         return per_neuron.sum(dim=-1) * net.scale  # (S, B)
 
-    def tangent_features(self, x: Tensor, chunk: int = 16384) -> tuple[Tensor, Tensor]:
-        """H0 = sigma(z0) and a0 sigma'(z0) of inputs x (S, n, d), each (S, n, p), ``chunk`` rows at a time."""
-        parts = [self.tangent_parts(x[:, i : i + chunk])[1:] for i in range(0, x.shape[1], chunk)]
+    def tangent_features(self, x: Tensor, chunk: int = 16384, members: slice | None = None) -> tuple[Tensor, Tensor]:
+        """H0 = sigma(z0) and a0 sigma'(z0) of inputs x (S, n, d), each (S, n, p), ``chunk`` rows at a time.
+
+        ``members``: only these members (x holds as many rows).
+        """
+        parts = [self.tangent_parts(x[:, i : i + chunk], members)[1:] for i in range(0, x.shape[1], chunk)]
         return torch.cat([h for h, _ in parts], dim=1), torch.cat([g for _, g in parts], dim=1)
 
     def output_from_tangent_features(self, x: Tensor, h0: Tensor, g0a0: Tensor) -> Tensor:
@@ -398,20 +445,26 @@ class LinearizedTwoLayerNetwork(nn.Module):
         with dz = (w - w0) . x + b - b0.
         """
         net = self.base
-        dz = torch.bmm(x, (net.w - self.w0).transpose(1, 2))  # (S, B, p)
+        dz = torch.bmm(net.per_member(x), (net.w - self.w0).transpose(1, 2))  # (S, B, p)
         if self.b0 is not None:
             dz = dz + (net.b - self.b0).unsqueeze(1)
         return (h0 * net.a.unsqueeze(1) + g0a0 * dz).sum(dim=-1) * net.scale  # (S, B)
 
-    def tangent_parts(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def tangent_parts(self, x: Tensor, members: slice | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """The pieces of the tangent features at theta_0: h = sigma(z0), g = a0 sigma'(z0), each (S, B, p).
+
+        ``members``: only these members, for x with as many rows (S otherwise).
 
         Returns:
             ``(x, h, g)`` with x broadcast to (S, B, d).
         """
-        x = self.base.per_member(x)
-        z0 = self.initial_preactivation(x)  # (S, B, p)
-        return x, self.base.sigma(z0), self.base.activation_derivative(z0) * self.a0.unsqueeze(1)
+        a0 = self.a0
+        if members is None:
+            x = self.base.per_member(x)
+        else:
+            a0 = a0[members]
+        z0 = self.initial_preactivation(x, members)  # (S, B, p)
+        return x, self.base.sigma(z0), self.base.activation_derivative(z0) * a0.unsqueeze(1)
 
     def ntk_blocks(self, x1: Tensor, x2: Tensor) -> dict[str, Tensor]:
         r"""The tangent kernel of each parameter group, K_g(x, x') = grad_g f0(x) . grad_g f0(x').

@@ -15,10 +15,12 @@ import torch
 from pytorch_lightning.core.optimizer import LightningOptimizer
 from torch import Tensor, nn
 
-from featlearn.schedules import Schedule
+from featlearn.schedules import PointSchedules, Schedule, point_values
 
+#: A rate or L2 schedule: shared by every member, or one per grid point (:class:`PointSchedules`).
+AnySchedule = Schedule | PointSchedules
 #: A parameter group: its parameters, its rate schedule eta_g(t), its L2 schedule lambda_g(t).
-Group = tuple[list[nn.Parameter], Schedule, Schedule]
+Group = tuple[list[nn.Parameter], AnySchedule, AnySchedule]
 
 
 class ScheduledSGD:
@@ -37,6 +39,14 @@ class ScheduledSGD:
     momentum are set on torch's ``SGD`` before each step; its buffers live in the
     optimizer's state, so checkpoints keep them.
 
+    **Per-point values.** A group's rate or L2 schedule may be a
+    :class:`~featlearn.schedules.PointSchedules`: the ensemble's S = G K members are G grid
+    points of K members each (dimension 0 of every parameter), and block g takes point g's
+    value. Each block then steps as ``theta.add_(grad, alpha=-c eta)``, torch's own SGD
+    update, and its L2 term is lambda_g ||theta_block||^2: a member's arithmetic is that of
+    a run with the point's values alone, bit for bit on the CPU (tested). Per-point values
+    need plain SGD (no momentum).
+
     Args:
         momentum: The momentum schedule mu(t), in [0, 1).
     """
@@ -50,6 +60,12 @@ class ScheduledSGD:
         """Declare the groups; empty ones are dropped."""
         listed = {name: (list(params), lr, wd) for name, (params, lr, wd) in groups.items()}
         self.groups = {name: group for name, group in listed.items() if group[0]}
+        per_point = [name for name, (_, lr, wd) in self.groups.items() if PointSchedules in (type(lr), type(wd))]
+        if per_point and not self.momentum.is_zero:
+            raise ValueError(
+                f"Per-point values of the {per_point[0]!r} group's rate or decay need plain SGD: set model.momentum "
+                f"to 0, or train the grid points as separate runs."
+            )
 
     def optimizer(self) -> torch.optim.SGD:
         """Torch's SGD with one group per parameter group; :meth:`step` sets the rates."""
@@ -60,7 +76,9 @@ class ScheduledSGD:
         terms = []
         for params, _, wd in self.groups.values():
             lam = wd(step)
-            if lam:
+            if isinstance(lam, tuple):  # lambda of each member's point, (S, 1, ...) against theta (S, ...)
+                terms.append(sum((_member_column(lam, p) * (p * p)).sum() for p in params))
+            elif lam:
                 terms.append(lam * sum((p * p).sum() for p in params))
         return terms
 
@@ -86,8 +104,12 @@ class ScheduledSGD:
         """
         inner = optimizer.optimizer if isinstance(optimizer, LightningOptimizer) else optimizer
         momentum = self.momentum(step)
-        for group, (_, lr, _) in zip(inner.param_groups, self.groups.values(), strict=True):
-            group["lr"] = scale * lr(step)
+        for group, (params, lr, _) in zip(inner.param_groups, self.groups.values(), strict=True):
+            rate = lr(step)
+            if isinstance(rate, tuple):  # per-point rates: each block steps here; torch's step skips them
+                _step_per_point(params, rate, scale)
+                rate = 0.0
+            group["lr"] = scale * rate
             group["momentum"] = momentum
         optimizer.step()
         if momentum == 0 and not self.momentum.is_zero:
@@ -102,15 +124,45 @@ class ScheduledSGD:
         """The rates, decays and (when scheduled) momentum in effect at ``step``, by log name."""
         values = {}
         for name, (_, lr, wd) in self.groups.items():
-            values[f"lr_{name}"] = lr(step)
-            values[f"weight_decay_{name}"] = wd(step)
+            values.update(named_values(f"lr_{name}", lr(step)))
+            values.update(named_values(f"weight_decay_{name}", wd(step)))
         if not self.momentum.is_zero:
             values["momentum"] = self.momentum(step)
         return values
 
-    def schedules(self) -> list[Schedule]:
+    def schedules(self) -> list[AnySchedule]:
         """Every schedule: the groups' rates and decays, then the momentum."""
         return [s for _, lr, wd in self.groups.values() for s in (lr, wd)] + [self.momentum]
+
+
+def named_values(name: str, value: float | tuple[float, ...]) -> dict[str, float]:
+    """``{name: value}``, or ``{name_point0: v0, ...}`` for per-point values: how they are logged."""
+    if isinstance(value, tuple):
+        return {f"{name}_point{g}": v for g, v in enumerate(value)}
+    return {name: value}
+
+
+def _member_column(values: tuple[float, ...], like: Tensor) -> Tensor:
+    """Per-point ``values`` as one value per member, shaped (S, 1, ...) to broadcast against ``like`` (S, ...)."""
+    column = torch.tensor(point_values(values, like.shape[0]), dtype=like.dtype, device=like.device)
+    return column.view(-1, *([1] * (like.dim() - 1)))
+
+
+@torch.no_grad()
+def _step_per_point(params: list[nn.Parameter], rates: tuple[float, ...], scale: float) -> None:
+    """theta_block -= c eta_g grad_block for each point's block of members, as torch's SGD steps; then drop the grads.
+
+    ``theta.add_(grad, alpha=-lr)`` is the update of ``torch.optim.SGD`` without momentum,
+    weight decay or foreach, so a block's values are those of a run of its point alone.
+    """
+    for p in params:
+        if p.grad is None:
+            continue
+        block = p.shape[0] // len(rates)
+        for g, rate in enumerate(rates):
+            if rate:
+                p[g * block : (g + 1) * block].add_(p.grad[g * block : (g + 1) * block], alpha=-(scale * rate))
+        p.grad = None
 
 
 class DivergenceGuard:
@@ -140,6 +192,23 @@ class DivergenceGuard:
     def clear(self) -> None:
         """Forget the waiting losses (left over from an interrupted fit)."""
         self.pending.clear()
+
+    def diverged_members(self, reduce: Callable[[Tensor], Tensor]) -> dict[int, int]:
+        """The members with a NaN or infinite waiting loss: member -> its first such step; then forget them all.
+
+        For ensembles whose members may diverge alone (a tuning grid's large rates): nothing raises.
+        """
+        if not self.pending:
+            return {}
+        finite = torch.isfinite(reduce(torch.stack(self.pending)))  # (n, S)
+        self.pending.clear()
+        if bool(finite.all()):
+            return {}
+        bad = (~finite).nonzero()  # (k, 2): (update, member), in update order
+        found: dict[int, int] = {}
+        for update, member in bad.tolist():
+            found.setdefault(member, self.first_step + update)
+        return found
 
     def check(self, reduce: Callable[[Tensor], Tensor], describe: Callable[[int], str]) -> None:
         """Raise at the first waiting update with a NaN or infinite loss; then forget them all.

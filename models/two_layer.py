@@ -12,10 +12,82 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows, take_rows
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.models.networks import Initialization, TwoLayerArchitecture, TwoLayerNetwork, as_dataclass
-from featlearn.schedules import ScheduleSpec, as_schedule
+from featlearn.models.networks import (
+    Initialization,
+    TwoLayerArchitecture,
+    TwoLayerNetwork,
+    as_dataclass,
+    repeat_streams,
+)
+from featlearn.models.sgd import named_values
+from featlearn.schedules import PointSchedules, Schedule, ScheduleSpec, as_schedule, combine_points, point_values
 from featlearn.seeding import NOISE, GeneratorPool
 from featlearn.validation import check_bool, check_choice, check_int, check_number
+
+
+def grid_points(member_values: Mapping[str, list] | None, allowed: tuple[str, ...]) -> list[dict]:
+    """The G grid points of ``member_values`` (``{argument: [v_1, ..., v_G]}``): [{argument: v_g}]; [{}] for None.
+
+    Raises:
+        ValueError: An argument not in ``allowed``, a value that is not a non-empty list, or
+            lists of different lengths.
+    """
+    if member_values is None:
+        return [{}]
+    if not isinstance(member_values, Mapping) or not member_values:
+        raise ValueError(
+            f"model.member_values must map arguments to lists of per-point values, e.g. {{lr_a: [1.0, 10.0]}}, "
+            f"got {member_values!r}."
+        )
+    unknown = sorted(set(member_values) - set(allowed))
+    if unknown:
+        raise ValueError(f"model.member_values cannot set {unknown} per grid point; it takes {list(allowed)}.")
+    lengths = {}
+    for name, values in member_values.items():
+        if not isinstance(values, (list, tuple)) or not values:
+            raise ValueError(f"model.member_values.{name} must be a non-empty list of values, got {values!r}.")
+        lengths[name] = len(values)
+    if len(set(lengths.values())) > 1:
+        raise ValueError(
+            f"model.member_values lists must all have one value per grid point (the same length), got lengths "
+            f"{lengths}."
+        )
+    size = next(iter(lengths.values()))
+    return [{name: values[g] for name, values in member_values.items()} for g in range(size)]
+
+
+def _schedules(
+    lr, lr_w, lr_b, lr_a, weight_decay_w, weight_decay_b, weight_decay_a, noise_std, bias: bool
+) -> dict[str, Schedule]:
+    """The rate and decay schedules of each group (``lr_w``, ..., ``weight_decay_a``) and ``noise_std``.
+
+    An unset rate follows ``lr`` (``lr_b`` follows ``lr_w``); a missing one raises only where
+    its group is trained, so this builds the trained groups' rates lazily.
+    """
+
+    def rate(spec, name: str):
+        spec = lr if spec is None else spec
+        if spec is None:
+            return _MissingRate(name)
+        return as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
+
+    schedules = {"lr_w": rate(lr_w, "lr_w"), "lr_a": rate(lr_a, "lr_a")}
+    schedules["lr_b"] = schedules["lr_w"] if lr_b is None else as_schedule(lr_b, "model.lr_b")
+    for name, spec in (("w", weight_decay_w), ("b", weight_decay_b), ("a", weight_decay_a)):
+        schedules[f"weight_decay_{name}"] = as_schedule(spec, f"model.weight_decay_{name}")
+    schedules["noise_std"] = as_schedule(noise_std, "model.noise_std")
+    return schedules
+
+
+class _MissingRate:
+    """A rate nobody set: an error as soon as a trained group asks for it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def spec(self):
+        raise ValueError(f"model.{self.name} is missing: set model.lr (both layers) or model.{self.name}.")
 
 
 def member_architecture(network, input_dim: int | None) -> tuple[int, TwoLayerArchitecture]:
@@ -115,7 +187,29 @@ class TwoLayerNet(ScheduledSGDModule):
         momentum: *schedule*, SGD momentum mu(t) in [0, 1) (E.4's 0.95); default 0,
             plain SGD. With momentum, a group at rate 0 still gets its gradient (its
             buffer moves), so nothing is skipped or cached.
+        member_values: A grid trained as one ensemble: ``{argument: [v_1, ..., v_G]}`` for
+            any of the *schedule* arguments in :attr:`MEMBER_VALUE_ARGUMENTS` (each value a
+            number or a segment list; every list of the same length G). Point g is the run
+            with those arguments set to their g-th values; it trains on all
+            ``ensemble_size`` = K seeds, so the learner holds S = G K members, member
+            g K + j being point g on seed j (initialised from ``seed + j``, on data stream
+            j, with noise stream ``seed + j``). Each member equals the run of its point and
+            seed alone, bit for bit on the CPU. A member that diverges is recorded
+            (``diverged_members``) while the others train on. Needs plain SGD (no momentum)
+            and ``noise_mode: sample``.
     """
+
+    #: The arguments ``member_values`` may give per grid point.
+    MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]] = (
+        "lr",
+        "lr_w",
+        "lr_b",
+        "lr_a",
+        "weight_decay_w",
+        "weight_decay_b",
+        "weight_decay_a",
+        "noise_std",
+    )
 
     def __init__(
         self,
@@ -142,7 +236,9 @@ class TwoLayerNet(ScheduledSGDModule):
         momentum: ScheduleSpec = 0.0,
         class_weighting: ScheduleSpec = 0.0,
         positive_rate: float | None = None,
+        member_values: Mapping[str, list] | None = None,
     ) -> None:
+        points = grid_points(member_values, self.MEMBER_VALUE_ARGUMENTS)
         super().__init__(
             loss=loss,
             ensemble_size=ensemble_size,
@@ -150,6 +246,7 @@ class TwoLayerNet(ScheduledSGDModule):
             momentum=momentum,
             class_weighting=class_weighting,
             positive_rate=positive_rate,
+            grid_points=len(points),
         )
         self.save_hyperparameters()
         input_dim, network = member_architecture(network, input_dim)
@@ -170,36 +267,51 @@ class TwoLayerNet(ScheduledSGDModule):
         self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
         self._generators = GeneratorPool()
 
-        # The members: S networks of the given architecture, member s initialised from (seed + s, INIT).
+        # The members: S networks of the given architecture, member g K + j initialised from (seed + j, INIT).
+        #: Each member's seed offset j: its initialisation and noise streams are those of seed + j.
+        self.member_offsets = [m % ensemble_size for m in range(self.ensemble_size)]
         base = TwoLayerNetwork(
-            input_dim, network.width, ensemble_size, network.activation, network.bias, network.output_scale
+            input_dim, network.width, self.ensemble_size, network.activation, network.bias, network.output_scale
         )
-        base.initialize_(init, self.seed)
+        base.initialize_(init, self.seed, self.member_offsets)
         self.net = self.wrap_network(base)
 
-        def rate(spec: ScheduleSpec | None, name: str):
-            spec = lr if spec is None else spec
-            if spec is None:
-                raise ValueError(f"model.{name} is missing: set model.lr (both layers) or model.{name}.")
-            return as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
-
+        shared = dict(
+            lr=lr,
+            lr_w=lr_w,
+            lr_b=lr_b,
+            lr_a=lr_a,
+            weight_decay_w=weight_decay_w,
+            weight_decay_b=weight_decay_b,
+            weight_decay_a=weight_decay_a,
+            noise_std=noise_std,
+        )
+        # Each point's schedules, built as a run with its values would build them; then combined per group.
+        per_point = [_schedules(**{**shared, **point}, bias=network.bias) for point in points]
+        parameters = {"w": base.w, "b": base.b, "a": base.a}
+        trained = {"w": train_first_layer, "b": train_first_layer and network.bias, "a": train_second_layer}
         groups = {}
-        if train_first_layer:
-            groups["w"] = ([base.w], rate(lr_w, "lr_w"), as_schedule(weight_decay_w, "model.weight_decay_w"))
-            if network.bias:
-                bias_rate = groups["w"][1] if lr_b is None else as_schedule(lr_b, "model.lr_b")
-                groups["b"] = ([base.b], bias_rate, as_schedule(weight_decay_b, "model.weight_decay_b"))
-        else:
-            base.w.requires_grad_(False)
-            if network.bias:
-                base.b.requires_grad_(False)
-        if train_second_layer:
-            groups["a"] = ([base.a], rate(lr_a, "lr_a"), as_schedule(weight_decay_a, "model.weight_decay_a"))
-        else:
-            base.a.requires_grad_(False)
+        for name, param in parameters.items():
+            if param is None:
+                continue
+            if not trained[name]:
+                param.requires_grad_(False)
+                continue
+            groups[name] = (
+                [param],
+                combine_points([schedules[f"lr_{name}"] for schedules in per_point], f"model.lr_{name}"),
+                combine_points(
+                    [schedules[f"weight_decay_{name}"] for schedules in per_point], f"model.weight_decay_{name}"
+                ),
+            )
         self.set_parameter_groups(groups)
-        self.noise_std = as_schedule(noise_std, "model.noise_std")
+        self.noise_std = combine_points([schedules["noise_std"] for schedules in per_point], "model.noise_std")
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
+        if isinstance(self.noise_std, PointSchedules) and noise_mode != "sample":
+            raise ValueError(
+                "model.member_values gives noise_std per grid point, which needs model.noise_mode: sample "
+                "(the expectation smooths every member alike)."
+            )
         self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
         self._z_cache: _PreactivationCache | None = None
 
@@ -246,7 +358,7 @@ class TwoLayerNet(ScheduledSGDModule):
 
     def scheduled_values(self, step: int) -> dict[str, float]:  # noqa: D102
         values = super().scheduled_values(step)
-        values["noise_std"] = self.noise_std(step)
+        values.update(named_values("noise_std", self.noise_std(step)))
         return values
 
     def schedules(self) -> list:  # noqa: D102
@@ -296,7 +408,7 @@ class TwoLayerNet(ScheduledSGDModule):
             self._z_cache = cache = None
             if not self._cache_pays(rows, step):
                 return None
-            cache = self._z_cache = _PreactivationCache(rows.inputs, net)
+            cache = self._z_cache = _PreactivationCache(rows.inputs, net, self.grid_points)
         return cache.lookup(rows.index)
 
     def check_batch(self, x: Tensor) -> None:
@@ -344,7 +456,7 @@ class TwoLayerNet(ScheduledSGDModule):
             or ``(None, 0)`` when sigma_xi(t) = 0.
         """
         std = self.noise_std(step)
-        if std <= 0:
+        if max(std) <= 0 if isinstance(std, tuple) else std <= 0:
             return None, 0.0
         if self.noise_mode == "expectation":
             return None, std
@@ -353,13 +465,16 @@ class TwoLayerNet(ScheduledSGDModule):
             [
                 torch.randn(
                     shape,
-                    generator=self._generators.get(x.device, self.seed + s, NOISE, step),
+                    generator=self._generators.get(x.device, self.seed + offset, NOISE, step),
                     device=x.device,
                     dtype=x.dtype,
                 )
-                for s in range(self.ensemble_size)
+                for offset in self.member_offsets
             ]
         )  # (S, B, p)
+        if isinstance(std, tuple):  # each member's point's sigma_xi, (S, 1, 1)
+            column = point_values(std, self.ensemble_size)
+            return noise * torch.tensor(column, dtype=x.dtype, device=x.device).view(-1, 1, 1), 0.0
         return noise * std, 0.0
 
     def first_layer_features(self) -> Tensor:
@@ -379,19 +494,41 @@ class TwoLayerNet(ScheduledSGDModule):
 
 
 class _PreactivationCache:
-    """Z = W X + b (S, n, p) of a fixed set X (S, n, d), with the W and b it was computed from."""
+    """Z = W X + b (S, n, p) of a fixed set X (K, n, d), with the W and b it was computed from.
 
-    def __init__(self, inputs: Tensor, net: TwoLayerNetwork) -> None:
+    With G > 1 grid points whose first layers are all equal (each point's block of K
+    members holds the same W and b, as a frozen first layer does: every point starts from
+    the same K networks), Z is computed and kept for one block only, (K, n, p), and repeated
+    on lookup.
+    """
+
+    def __init__(self, inputs: Tensor, net: TwoLayerNetwork, points: int = 1) -> None:
         self.inputs = inputs
+        self.points = points
+        streams = inputs.shape[0]
         with torch.no_grad():
             self.w = net.w.detach().clone()
             self.b = None if net.b is None else net.b.detach().clone()
-            self.z = net.preactivation(inputs)  # (S, n, p)
+            blocks = [slice(g * streams, (g + 1) * streams) for g in range(points)]
+            self.shared = points > 1 and all(
+                torch.equal(self.w[block], self.w[blocks[0]])
+                and (self.b is None or torch.equal(self.b[block], self.b[blocks[0]]))
+                for block in blocks
+            )
+            if self.shared:
+                self.z = net.preactivation(inputs, blocks[0])  # (K, n, p)
+            else:
+                self.z = net.preactivation(net.per_member(inputs))  # (S, n, p)
 
     def matches(self, inputs: Tensor, net: TwoLayerNetwork) -> bool:
         """Same set object, and W and b exactly as they were."""
         return inputs is self.inputs and torch.equal(net.w, self.w) and (net.b is None or torch.equal(net.b, self.b))
 
     def lookup(self, index: Tensor | None) -> Tensor:
-        """Rows ``index`` (S, B) of Z: (S, B, p); all of Z for None."""
+        """Rows ``index`` (K, B) of Z: (S, B, p); all of Z for None."""
+        if self.shared:
+            rows = self.z if index is None else take_rows(self.z, index)  # (K, B, p)
+            return repeat_streams(rows, rows.shape[0] * self.points)
+        if index is not None and index.shape[0] != self.z.shape[0]:
+            index = repeat_streams(index, self.z.shape[0])
         return self.z if index is None else take_rows(self.z, index)

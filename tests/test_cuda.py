@@ -28,11 +28,12 @@ import yaml
 
 from featlearn.callbacks import FeatureAlignment, HeldOutAccuracy, StepCheckpoint, XORPhaseDiagnostics
 from featlearn.cli import build_cli
+from featlearn.config_files import resolve_config
 from featlearn.datamodules import BooleanXOR, SparseCoding
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.studies.compare import compare
+from featlearn.studies.compare import DEFAULT_METHODS, compare, load_methods
 from featlearn.studies.samples import samples
 
 from .conftest import CONFIGS, grouped
@@ -262,7 +263,7 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
     path = tmp_path / "tiny_gpu.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out"), "--no-tune"], build_cli)
-    assert len(results) == 6
+    assert list(results) == [m.name for m in load_methods(resolve_config(DEFAULT_METHODS))]  # every method ran
     assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
     assert (tmp_path / "out" / "table.md").exists()
     # Every evaluation, the final train/test accuracies included, ran on the GPU.
@@ -314,3 +315,17 @@ def test_random_signs_on_the_gpu_are_fair_uncorrelated_and_reproducible():
     assert x.mean(0).abs().max() < 5 * se
     off = (x.T @ x) / 20000 - torch.eye(64, dtype=torch.float64, device="cuda")
     assert off.abs().max() < 5.5 * se  # the 64 signs of one random integer are independent
+
+
+def test_a_tuning_grid_trains_as_one_ensemble_on_the_gpu(tmp_path):
+    """Per-point rates on the GPU: each point's block matches its own fit to float round-off."""
+    from .models.test_member_values import SMALL, parameters
+
+    grid = "{lr_a: [300.0, 3000.0], noise_std: [0.0, 0.2]}"
+    gpu = ["--trainer.accelerator", "gpu", "--model.init_args.ensemble_size", "2"]
+    together = parameters(build_cli(["fit", *SMALL, *gpu, "--model.init_args.member_values", grid]).model)
+    for g, (lr_a, noise) in enumerate([(300.0, 0.0), (3000.0, 0.2)]):
+        point = ["--model.init_args.lr_a", str(lr_a), "--model.init_args.noise_std", str(noise)]
+        alone = parameters(build_cli(["fit", *SMALL, *gpu, *point]).model)
+        for name, value in alone.items():
+            torch.testing.assert_close(together[name][2 * g : 2 * g + 2].cpu(), value.cpu(), rtol=1e-4, atol=1e-5)

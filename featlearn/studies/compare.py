@@ -260,7 +260,6 @@ def freeze_first_layer(config: dict, method: Method) -> None:
         model[key] = hold_from(model[key], method.freeze_first_layer_from, 0.0, f"model.init_args.{key}")
 
 
-
 def _structure_free_overrides(config: dict, build: BuildRun) -> dict:
     """Ask the configured data model for its ``init_args`` without input structure."""
     with tempfile.TemporaryDirectory() as folder:
@@ -377,22 +376,43 @@ def tune_methods(
         ValueError: The data model has no validation set (``data.init_args.val_size: 0``).
     """
     grids = {m.name: m.grid() for m in methods if m.tune}
-    trials = []
+    trials, plan = [], {}  # plan: (method, point name) -> (trial label, the point's block of members or None)
     for method in methods:
-        for values in grids.get(method.name, []):
-            config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
-            config["trainer"]["logger"] = False  # grid points leave no curves, only their result
-            point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
-            trials.append(Trial(f"{method.name} tune {point}", out / "tuning" / method.slug / point, config))
+        grid = grids.get(method.name, [])
+        arguments = member_value_arguments(experiment, method) if grid else None
+        if arguments is None:  # one trial per point
+            for values in grid:
+                config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
+                config["trainer"]["logger"] = False  # grid points leave no curves, only their result
+                point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
+                label = f"{method.name} tune {point}"
+                trials.append(Trial(label, out / "tuning" / method.slug / point, config))
+                plan[method.name, point] = (label, None)
+            continue
+        per_fit = max(1, args.grid_members // args.seeds)  # points side by side in one ensemble
+        for first in range(0, len(grid), per_fit):
+            chunk = grid[first : first + per_fit]
+            config = method_config(experiment, method, args.seeds, args.seed, out, build)
+            config["trainer"]["logger"] = False
+            config["model"]["init_args"]["member_values"] = {
+                argument: [values[key] for values in chunk] for argument, key in arguments.items()
+            }
+            name = f"points_{first}-{first + len(chunk) - 1}"
+            label = f"{method.name} tune {name}"
+            trials.append(Trial(label, out / "tuning" / method.slug / name, config))
+            for g, values in enumerate(chunk):
+                plan[method.name, _point_name(values)] = (label, g)
     if not trials:
         return {}
-    log(f"tuning {', '.join(grids)} on the validation set: {len(trials)} grid point(s)")
+    points = sum(len(grid) for grid in grids.values())
+    log(f"tuning {', '.join(grids)} on the validation set: {points} grid point(s) in {len(trials)} fit(s)")
     done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True)
     tuned, rows = {}, []
     for method in methods:
         best = None
         for values in grids.get(method.name, []):
-            metrics = done[f"{method.name} tune {_point_name(values)}"]["metrics"]
+            label, block = plan[method.name, _point_name(values)]
+            metrics = point_metrics(done[label]["metrics"], block, args.seeds)
             if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
                 rows.append([method.name, values, None, None, "diverged"])
                 continue
@@ -421,6 +441,48 @@ def tune_methods(
             chosen = int(tuned[name]["values"] == values)
             writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
     return tuned
+
+
+def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] | None:
+    """How ``method``'s grid maps onto its learner's ``member_values``: argument -> tune key; None where it cannot.
+
+    A grid trains as one ensemble (:class:`~featlearn.models.TwoLayerNet`'s ``member_values``)
+    when every path of every tuned key is ``model.init_args.<argument>`` with an argument the
+    learner class gives per grid point (its ``MEMBER_VALUE_ARGUMENTS``); the paths a key joins
+    by ``|`` all take its value. Otherwise (a data path, another learner) each point is its
+    own trial.
+    """
+    config = merge_configs(experiment, method.overrides)
+    learner = config_class((config.get("model") or {}).get("class_path"))
+    allowed = getattr(learner, "MEMBER_VALUE_ARGUMENTS", ())
+    arguments = {}
+    for key in method.tune:
+        for path in key.split("|"):
+            prefix, _, argument = path.rpartition(".")
+            if prefix != "model.init_args" or argument not in allowed:
+                return None
+            arguments[argument] = key
+    return arguments
+
+
+def point_metrics(metrics: dict, block: int | None, seeds: int) -> dict:
+    """One grid point's metrics from its trial's: the whole trial's, or block ``block`` of a grid ensemble.
+
+    A point of a grid ensemble owns members ``block * seeds .. (block + 1) * seeds - 1``; it
+    diverged where one of them did.
+    """
+    if block is None:
+        return metrics
+    members = range(block * seeds, (block + 1) * seeds)
+    diverged = {int(m): step for m, step in (metrics.get("diverged_members") or {}).items() if int(m) in members}
+    if diverged:
+        member, step = min(diverged.items(), key=lambda item: item[1])
+        return {"diverged": f"member {member} (seed {member - block * seeds}) diverged at update step {step}"}
+    return {
+        key: value[block * seeds : (block + 1) * seeds] if isinstance(value, list) else value
+        for key, value in metrics.items()
+        if key != "diverged_members"
+    }
 
 
 def grid_edges(grid: dict[str, list], chosen: dict[str, object]) -> list[str]:
@@ -463,12 +525,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--no-tune", action="store_true", help="Use the methods file's constants; do not tune its grids."
     )
+    parser.add_argument(
+        "--grid-members",
+        type=int,
+        default=20,
+        help="Most ensemble members of one tuning fit: grid points x seeds train side by side up to this "
+        "(default %(default)s; memory grows with it, so raise it on a GPU).",
+    )
     Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}.")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}.")
+    if args.grid_members < 1:
+        parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
     return args
 
 
@@ -533,5 +604,3 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     print((out / "table.md").read_text(), flush=True)
     print(f"[compare] total training time {sum(times.values()):.1f} s; tensorboard --logdir {out / 'tensorboard'}")
     return results
-
-

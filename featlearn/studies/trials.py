@@ -92,7 +92,6 @@ def _replaces(old: dict, new: dict) -> bool:
     return not issubclass(new_class, old_class)
 
 
-
 def set_path(config: dict, path: str, value, where: str) -> None:
     """Set ``config[a][b][c] = value`` for ``path = "a.b.c"`` (in place), creating missing mappings.
 
@@ -205,8 +204,10 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     Returns:
         ``{"train_acc": [...] | None, "test_acc": [...], "val_acc": [...] | None, "cos_similarity": [...] | None,
         "centre_coverage": [...] | None, "degenerate": [...] | None, "steps": int}`` with one
-        value per seed, accuracies in percent, ``degenerate`` from the run's
-        :class:`~featlearn.callbacks.DegenerateRuns` (None without one).
+        value per member (per seed; a grid ensemble's G K members point by point), accuracies
+        in percent, ``degenerate`` from the run's :class:`~featlearn.callbacks.DegenerateRuns`
+        (None without one), and ``"diverged_members": {member: step}`` where members of a grid
+        ensemble diverged.
 
     Raises:
         RuntimeError: Training stopped before ``trainer.max_steps``.
@@ -244,6 +245,10 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     if data.set_size("train") is not None:
         _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
+    # Members of a grid ensemble (model.member_values) that diverged while the others trained on.
+    diverged = getattr(model, "diverged_members", None)
+    if diverged:
+        result["diverged_members"] = {str(member): int(step) for member, step in diverged.items()}
     checks = [callback for callback in trainer.callbacks if isinstance(callback, DegenerateRuns)]
     result["degenerate"] = checks[0].degenerate if checks else None
     features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets

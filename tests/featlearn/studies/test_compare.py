@@ -363,9 +363,29 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     assert f"tuned on the validation set: {next(iter(grid))} = {value!r}" in (out / "table.md").read_text()
     capsys.readouterr()
     compare(args, build_cli)  # cached: a re-run tunes nothing again
-    assert capsys.readouterr().out.count("finished earlier") == 3
+    assert capsys.readouterr().out.count("finished earlier") == 2  # the grid's one fit and the method
     compare([*args[:-1], str(tmp_path / "fixed"), "--no-tune"], build_cli)
     assert not (tmp_path / "fixed" / "tuning").exists()
+
+
+def test_a_grid_tuned_as_one_ensemble_gives_each_point_the_accuracies_of_its_own_fit(tmp_path):
+    """Grid points side by side in one ensemble (member_values) against one fit per point: the same numbers."""
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
+    methods = tmp_path / "methods.yaml"
+    grid = {"model.init_args.lr_a": [0.1, 1.0, 3.0e38]}  # the last point diverges
+    methods.write_text(
+        yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
+    )
+    tables = {}
+    for members in (6, 2):  # three points of 2 seeds in one fit; one point per fit
+        out = tmp_path / f"m{members}"
+        compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out),
+                 "--grid-members", str(members)], build_cli)  # fmt: skip
+        tables[members] = list(csv.DictReader(open(out / "tuning.csv")))
+        fits = sorted(p.name for p in (out / "tuning" / "rf").iterdir())
+        assert fits == (["points_0-2"] if members == 6 else ["points_0-0", "points_1-1", "points_2-2"])
+    assert tables[6] == tables[2]
+    assert [r["note"] for r in tables[6]] == ["", "", "diverged"]
 
 
 def test_tuning_needs_a_validation_set(tmp_path):
@@ -383,24 +403,30 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     )
     real_run = trials_module.measure_run
 
-    def diverging(path, build):  # the larger rate "diverges", as training would raise it
-        if yaml.safe_load(path.read_text())["model"]["init_args"]["lr_a"] == 1000.0:
+    def diverging(path, build):  # the larger rate "diverges", as a one-point fit would raise it
+        if yaml.safe_load(path.read_text())["model"]["init_args"].get("member_values", {}).get("lr_a") == [1000.0]:
             raise FloatingPointError("Training diverged: the loss became NaN or infinite at update step 2")
         return real_run(path, build)
 
     monkeypatch.setattr(trials_module, "measure_run", diverging)
     out = tmp_path / "o"
-    compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)], build_cli)
+    one_per_fit = ["--grid-members", "2"]
+    compare(
+        ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out), *one_per_fit], build_cli
+    )
     rows = list(csv.DictReader(open(out / "tuning.csv")))
     assert [(r["note"], r["chosen"]) for r in rows] == [("diverged", "0"), ("", "1")]
-    assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["0.1", "1000.0"]  # a folder per value
-    assert "diverged" in json.loads((out / "tuning" / "rf" / "1000.0" / "result.json").read_text())["metrics"]
+    assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["points_0-0", "points_1-1"]  # a fit per value
+    assert "diverged" in json.loads((out / "tuning" / "rf" / "points_0-0" / "result.json").read_text())["metrics"]
     grid["model.init_args.lr_a"] = [1000.0]
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
     with pytest.raises(ValueError, match="Every grid point of 'RF' diverged"):
-        compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)], build_cli)
+        compare(
+            ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out), *one_per_fit],
+            build_cli,
+        )
 
 
 def test_a_choice_at_the_end_of_a_grid_is_flagged():
