@@ -20,6 +20,14 @@ structure. This command runs such a comparison from one experiment config::
   data stream ``data.seed + s``; the distribution itself (dictionary, relevant set)
   is the config's, shared by all seeds. Every method sees the same data streams and
   starts from the same initial weights.
+* **Tuning grids** (a method's ``tune:``) are chosen on the validation set. A grid that
+  sets only the learner's scalar schedules trains side by side as one ensemble per
+  ``--grid-members`` members (``model.init_args.member_values``: point g on seed j is
+  member g K + j), each point's block equal to its own fit; other grids run a fit per point.
+* **No run twice**: a method whose config is that of a run made already, but for its
+  logger, reuses that run's result and curves: a tuned method's final run is its chosen
+  point's own fit (where the point had one), and Two Step is Network where the process
+  freezes the first layer from step 3 anyway. ``run_times.csv`` gives such a method 0 s.
 * **Outputs**: ``DIR/table.md`` (the paper's layout: rows Train Acc, Test Acc, Cos
   Similarity; one column per method; mean ± std over seeds), ``DIR/table.csv``
   (``method,metric,mean,std,n_seeds``, accuracies in percent, std with ddof 1,
@@ -45,10 +53,12 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import hashlib
 import itertools
 import json
 import math
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -114,6 +124,10 @@ class Method:
 def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
     """Read a methods file: ``methods: {name: {model: ..., data: ..., trainer: ..., without_structure: bool}}``.
 
+    ``base: <methods file>`` (a path or a shipped name) starts from that file's methods, in
+    its order: an entry of the same name is merged into the inherited one (mappings key by
+    key, a ``tune`` grid's list replaced), a new name is added at the end.
+
     Args:
         path: The YAML file.
         only: Keep these methods (by name), in the file's order.
@@ -125,6 +139,13 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
     entries = content.get("methods")
     if not isinstance(entries, dict) or not entries:
         raise ValueError(f"--methods {str(path)!r} needs a non-empty mapping 'methods: {{name: overrides}}'.")
+    base = content.get("base")
+    if base is not None:  # another methods file, whose methods these entries edit (or extend)
+        inherited = load_yaml(resolve_config(str(base)), f"base: of {str(path)!r}").get("methods") or {}
+        entries = {
+            **{name: merge_configs(spec or {}, entries.get(name) or {}) for name, spec in inherited.items()},
+            **{name: spec for name, spec in entries.items() if name not in inherited},
+        }
     methods = []
     for name, spec in entries.items():
         spec = {} if spec is None else spec
@@ -380,16 +401,18 @@ def tune_methods(
     for method in methods:
         grid = grids.get(method.name, [])
         arguments = member_value_arguments(experiment, method) if grid else None
-        if arguments is None:  # one trial per point
+        per_fit = max(1, args.grid_members // args.seeds)  # points side by side in one ensemble
+        if arguments is None or per_fit == 1:  # one trial per point: the method's own run at that point
             for values in grid:
                 config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
-                config["trainer"]["logger"] = False  # grid points leave no curves, only their result
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
+                folder = out / "tuning" / method.slug / point
+                # Its curves stay in its folder: the chosen point's fit is the method's final run (compare reuses it).
+                config["trainer"]["logger"] = tensorboard_logger(folder, "tensorboard")
                 label = f"{method.name} tune {point}"
-                trials.append(Trial(label, out / "tuning" / method.slug / point, config))
+                trials.append(Trial(label, folder, config))
                 plan[method.name, point] = (label, None)
             continue
-        per_fit = max(1, args.grid_members // args.seeds)  # points side by side in one ensemble
         for first in range(0, len(grid), per_fit):
             chunk = grid[first : first + per_fit]
             config = method_config(experiment, method, args.seeds, args.seed, out, build)
@@ -440,6 +463,12 @@ def tune_methods(
         for name, values, mean, std, note in rows:
             chosen = int(tuned[name]["values"] == values)
             writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
+    for method in methods:  # the chosen point's own fit, where it had one: the final run need not repeat it
+        if method.name in tuned:
+            label, block = plan[method.name, _point_name(tuned[method.name]["values"])]
+            trial = next(t for t in trials if t.label == label)
+            if block is None:
+                tuned[method.name]["run"] = (trial, done[label])
     return tuned
 
 
@@ -463,6 +492,17 @@ def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] |
                 return None
             arguments[argument] = key
     return arguments
+
+
+def same_run_digest(config: dict) -> str:
+    """A digest of what a trial computes: its config without ``trainer.logger`` (where its curves go).
+
+    Two trials with the same digest train the same networks on the same data, so one's
+    result stands for the other's.
+    """
+    computed = copy.deepcopy(config)
+    (computed.get("trainer") or {}).pop("logger", None)
+    return hashlib.sha256(yaml.safe_dump(computed, sort_keys=True).encode()).hexdigest()
 
 
 def point_metrics(metrics: dict, block: int | None, seeds: int) -> dict:
@@ -528,9 +568,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--grid-members",
         type=int,
-        default=20,
-        help="Most ensemble members of one tuning fit: grid points x seeds train side by side up to this "
-        "(default %(default)s; memory grows with it, so raise it on a GPU).",
+        default=None,
+        help="Most ensemble members of one tuning fit: grid points x seeds train side by side up to this. "
+        "Default: 100 where trials run on a GPU (this machine has one, or --slurm-gpus > 0), else --seeds (one "
+        "point per fit: on a CPU a grid's arithmetic costs the same either way, and a point that diverges "
+        "stops its own fit early).",
     )
     Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -538,9 +580,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--seeds must be >= 1, got {args.seeds}.")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}.")
+    if args.grid_members is None:
+        args.grid_members = default_grid_members(args.seeds, args.slurm_gpus)
     if args.grid_members < 1:
         parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
     return args
+
+
+def default_grid_members(seeds: int, slurm_gpus: int) -> int:
+    """``--grid-members`` by default: 100 where trials get a GPU, else one grid point (``seeds`` members) per fit.
+
+    On a GPU a grid side by side in one ensemble pays (the per-fit and per-step costs are
+    shared; measured 1.4-1.6x on a whole tuned comparison, benchmarks/README.md). On a CPU
+    the arithmetic is the same either way, a diverged member would keep computing to the
+    end where its own fit stops at once, and memory grows with the members.
+    """
+    import torch
+
+    return 100 if torch.cuda.is_available() or slurm_gpus > 0 else seeds
 
 
 def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
@@ -592,7 +649,37 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
         write_tables(out, results, experiment_name, args.seeds, skipped, tuned)  # a partial table after each method
         print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
 
-    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, on_result=finished)
+    # A run identical by construction to one made already is not repeated: the tuned point's own fit, or
+    # another method whose config is the same but for its logger (Two Step where the process freezes the
+    # first layer from step 3 anyway).
+    earlier = {same_run_digest(entry["run"][0].config): entry["run"] for entry in tuned.values() if "run" in entry}
+    copies: dict[str, tuple[Trial, Path]] = {}  # method -> (the run it repeats, that run's TensorBoard folder)
+    unique = []
+    for trial in trials:
+        key = same_run_digest(trial.config)
+        if key in earlier:
+            source, _ = earlier[key]
+            copies[trial.label] = (source, Path(source.config["trainer"]["logger"]["init_args"]["save_dir"]))
+            continue
+        earlier[key] = (trial, None)
+        unique.append(trial)
+    done = run_trials(unique, build, launcher, overwrite=args.overwrite, changed=changed, log=log, on_result=finished)
+    for trial in trials:
+        if trial.label not in copies:
+            continue
+        source, save_dir = copies[trial.label]
+        saved = trial.finished(args.overwrite, changed)
+        if saved is None:
+            origin = done.get(source.label) or json.loads(source.result_path.read_text())
+            trial.prepare()
+            events = save_dir / source.config["trainer"]["logger"]["init_args"]["name"]
+            if events.is_dir():
+                shutil.copytree(events, out / "tensorboard" / Method(trial.label).slug, dirs_exist_ok=True)
+            saved = trial.save(origin["metrics"], 0.0)
+            log(f"{trial.label}: the same run as {source.label!r}; its result and curves are reused")
+        done[trial.label] = saved
+        finished(trial, saved)
+    done = {trial.label: done[trial.label] for trial in trials}
     results = {label: result["metrics"] for label, result in done.items()}
     times = {label: result["seconds"] for label, result in done.items()}
     write_tables(out, results, experiment_name, args.seeds, skipped, tuned)

@@ -350,6 +350,7 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     )
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
+    args += ["--grid-members", "4"]
     compare(args, build_cli)
     rows = list(csv.DictReader(open(out / "tuning.csv")))
     assert [json.loads(r["values"]) for r in rows] == [{next(iter(grid)): v} for v in grid[next(iter(grid))]]
@@ -364,7 +365,7 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     capsys.readouterr()
     compare(args, build_cli)  # cached: a re-run tunes nothing again
     assert capsys.readouterr().out.count("finished earlier") == 2  # the grid's one fit and the method
-    compare([*args[:-1], str(tmp_path / "fixed"), "--no-tune"], build_cli)
+    compare([*args[:-3], str(tmp_path / "fixed"), "--no-tune"], build_cli)
     assert not (tmp_path / "fixed" / "tuning").exists()
 
 
@@ -383,7 +384,7 @@ def test_a_grid_tuned_as_one_ensemble_gives_each_point_the_accuracies_of_its_own
                  "--grid-members", str(members)], build_cli)  # fmt: skip
         tables[members] = list(csv.DictReader(open(out / "tuning.csv")))
         fits = sorted(p.name for p in (out / "tuning" / "rf").iterdir())
-        assert fits == (["points_0-2"] if members == 6 else ["points_0-0", "points_1-1", "points_2-2"])
+        assert fits == (["points_0-2"] if members == 6 else ["0.1", "1.0", "3e+38"])  # a point's own fit: its value
     assert tables[6] == tables[2]
     assert [r["note"] for r in tables[6]] == ["", "", "diverged"]
 
@@ -403,8 +404,8 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     )
     real_run = trials_module.measure_run
 
-    def diverging(path, build):  # the larger rate "diverges", as a one-point fit would raise it
-        if yaml.safe_load(path.read_text())["model"]["init_args"].get("member_values", {}).get("lr_a") == [1000.0]:
+    def diverging(path, build):  # the larger rate "diverges", as training would raise it
+        if yaml.safe_load(path.read_text())["model"]["init_args"]["lr_a"] == 1000.0:
             raise FloatingPointError("Training diverged: the loss became NaN or infinite at update step 2")
         return real_run(path, build)
 
@@ -416,8 +417,8 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     )
     rows = list(csv.DictReader(open(out / "tuning.csv")))
     assert [(r["note"], r["chosen"]) for r in rows] == [("diverged", "0"), ("", "1")]
-    assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["points_0-0", "points_1-1"]  # a fit per value
-    assert "diverged" in json.loads((out / "tuning" / "rf" / "points_0-0" / "result.json").read_text())["metrics"]
+    assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["0.1", "1000.0"]  # a fit per value
+    assert "diverged" in json.loads((out / "tuning" / "rf" / "1000.0" / "result.json").read_text())["metrics"]
     grid["model.init_args.lr_a"] = [1000.0]
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
@@ -466,3 +467,31 @@ def test_a_network_of_any_kind_gets_its_ntk_column_from_the_lazy_methods_file(tm
     ntk = yaml.safe_load((tmp_path / "methods" / "ntk" / "config.yaml").read_text())["model"]
     assert ntk["class_path"] == "ModuleClassifier" and ntk["init_args"]["linearize"] is True
     assert "init" not in ntk["init_args"]  # the two-layer learner's arguments did not leak into FC's
+
+
+def test_the_chosen_point_s_own_fit_is_the_method_s_run_and_is_not_repeated(tmp_path, capsys):
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
+    methods = tmp_path / "methods.yaml"
+    rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 1.0]}}
+    methods.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf, "Again": {}}}, sort_keys=False))
+    out = tmp_path / "o"
+    args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
+    args += ["--grid-members", "2"]
+    results = compare(args, build_cli)
+    log = capsys.readouterr().out
+    chosen = next(r for r in csv.DictReader(open(out / "tuning.csv")) if r["chosen"] == "1")
+    value = chosen["values"].split(": ")[1].rstrip("}")
+    point = json.loads((out / "tuning" / "rf" / value / "result.json").read_text())
+    assert results["RF"] == point["metrics"]  # the chosen point's fit, reused
+    assert "RF: the same run as 'RF tune" in log
+    assert "Again: the same run as 'Network'" in log  # the configs differ in their loggers only
+    assert results["Again"] == results["Network"]
+    times = {r["method"]: float(r["seconds"]) for r in csv.DictReader(open(out / "run_times.csv"))}
+    assert times["RF"] == times["Again"] == 0.0 and times["Network"] > 0
+    for name in ("rf", "again"):  # their curves are there, for TensorBoard and the report
+        events = EventAccumulator(str(out / "tensorboard" / name))
+        events.Reload()
+        assert "heldout/test_acc" in events.Tags()["scalars"]
+    capsys.readouterr()
+    assert compare(args, build_cli) == results  # a re-run reuses every result
+    assert "featlearn fit" not in capsys.readouterr().out
