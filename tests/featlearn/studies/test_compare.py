@@ -495,3 +495,18 @@ def test_the_chosen_point_s_own_fit_is_the_method_s_run_and_is_not_repeated(tmp_
     capsys.readouterr()
     assert compare(args, build_cli) == results  # a re-run reuses every result
     assert "featlearn fit" not in capsys.readouterr().out
+
+
+def test_a_methods_file_may_start_from_another_and_edit_or_add_methods(tmp_path):
+    base = tmp_path / "base.yaml"
+    rf = {"model": {"init_args": {"train_first_layer": False, "lr_a": 10.0}}, "tune": {"model.init_args.lr_a": [1.0]}}
+    base.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf}}, sort_keys=False))
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump({"base": str(base), "methods": {
+        "RF": {"tune": {"model.init_args.lr_a": [100.0]}}, "Extra": {"trainer": {"max_steps": 1}},
+    }}, sort_keys=False))  # fmt: skip
+    methods = load_methods(edited)
+    assert [m.name for m in methods] == ["Network", "RF", "Extra"]  # the base's order, then the new ones
+    rf = methods[1]
+    assert rf.tune == {"model.init_args.lr_a": [100.0]}  # a grid is replaced, not merged
+    assert rf.overrides == {"model": {"init_args": {"train_first_layer": False, "lr_a": 10.0}}}  # the rest inherited
