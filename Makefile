@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 EXPERIMENT ?= configs/experiments/glasgow_xor.yaml
 
-.PHONY: setup run test test-fast test-slow lint bench tensorboard clean data
+.PHONY: setup run test test-fast test-slow lint bench tensorboard clean data report browser
 
 $(BIN)/featlearn: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,16 @@ setup: $(BIN)/featlearn
 run: setup
 	$(BIN)/featlearn fit --config $(EXPERIMENT)
 
+# The reproduction report's screenshot test renders its HTML in a real headless browser:
+# Debian's chromium, installed when missing and apt-get works (as root); otherwise that
+# one test skips and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+		echo "could not install chromium: the report's screenshot test will skip"
+
 # Fast suite, then the slow experiment checks as a separate step.
-test: setup
+test: setup browser
 	$(BIN)/python -m ruff check .
 	VENV=$(VENV) .ci/lint-imports
 	$(BIN)/python -m pytest -m "not slow" -q
@@ -43,6 +51,15 @@ bench: setup
 	$(BIN)/python benchmarks/bench_idle_groups.py
 	$(BIN)/python benchmarks/bench_step.py
 	$(BIN)/python benchmarks/bench_samples.py
+
+# The reproduction report of a paper at a scale (smoke: minutes; cpu: about 45 min on 2
+# cores; full: the paper's sizes, for a GPU or a cluster). The committed cpu report is
+# docs/reproduction/shi2022-cpu: `make report OUT=docs/reproduction/shi2022-cpu` regenerates it.
+PAPER ?= shi2022
+SCALE ?= cpu
+OUT ?= runs/reproduce/$(PAPER)-$(SCALE)
+report: setup
+	$(BIN)/featlearn reproduce --paper $(PAPER) --scale $(SCALE) --out $(OUT)
 
 # Full Fashion-MNIST (70000 images) from Debian's dataset-fashion-mnist, installed under
 # /usr/share/datasets/fashion-mnist (the default data.root of source: fashion_mnist).

@@ -1,5 +1,6 @@
 """The README's Python examples run as written."""
 
+import json
 import os
 import re
 import shlex
@@ -51,3 +52,23 @@ def test_data_model_example_runs_through_the_console_script_from_its_folder(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     pictures = sorted(p.name for p in (tmp_path / "runs").rglob("mds_step*.png"))
     assert pictures == ["mds_step0.png", "mds_step1.png", "mds_step2.png", "mds_step4.png"]
+
+
+def test_the_readme_reproduction_table_is_the_committed_report_s():
+    """The README's verdict counts are ``featlearn reproduce --summary`` of the committed cpu report."""
+    from featlearn.studies.reproduce import summary_table
+
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"<!-- reproduce:shi2022-cpu -->\n(.*?)<!-- /reproduce -->", text, flags=re.S)
+    assert block is not None, "the README lost its reproduction table's markers"
+    report = REPO / "docs" / "reproduction" / "shi2022-cpu"
+    assert block.group(1) == summary_table(report)
+    counts = json.loads((report / "results.json").read_text())["summary"]["counts"]
+    assert f"**{counts['reproduced']}** | **{counts['differs']}** | **{counts['not run']}**" in block.group(1)
+
+
+def test_the_readme_copies_no_appendix_e_table_by_hand():
+    """Paper-beside-featlearn tables live in the committed report only."""
+    text = (REPO / "README.md").read_text()
+    assert not re.search(r"^\| E\.\d.*\(Table \d\)", text, flags=re.M)
+    assert "paper train / test / cos" not in text

@@ -4,6 +4,7 @@
 * ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.studies.compare`);
 * ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.studies.samples`);
 * ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies.teacher_check`);
+* ``featlearn reproduce ...``: a paper's experiments and a report (:mod:`featlearn.studies.reproduce`);
 * ``featlearn configs [copy NAME [DEST]]``: list the shipped experiments, or copy one out to edit.
 """
 
@@ -66,6 +67,7 @@ STUDIES = {
     "compare": ("featlearn.studies.compare", "compare"),
     "samples": ("featlearn.studies.samples", "samples"),
     "teacher-check": ("featlearn.studies.teacher_check", "teacher_check"),
+    "reproduce": ("featlearn.studies.reproduce", "reproduce"),
 }
 
 
@@ -100,7 +102,7 @@ def dispatch(args: list[str] | None) -> None:
         if command in (None, "-h", "--help"):
             print(
                 "featlearn {fit,validate,test,predict} (the LightningCLI below), featlearn compare --help, "
-                "featlearn samples --help, featlearn teacher-check --help, "
+                "featlearn samples --help, featlearn teacher-check --help, featlearn reproduce --help, "
                 "featlearn configs [copy NAME [DEST]]\n"
             )
         build_cli(args)  # None: LightningCLI reads sys.argv itself

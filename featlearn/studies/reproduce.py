@@ -1,0 +1,660 @@
+r"""``featlearn reproduce``: one command runs a paper's experiments and writes a report.
+
+::
+
+    featlearn reproduce --paper shi2022 --scale cpu --out DIR
+
+**The plan** of a paper is a shipped file (``reproduce/<paper>.yaml``): its *items*, each
+an experiment (config files, as ``featlearn fit`` layers them) run as a
+``featlearn compare`` (methods file, ``--only`` methods), the paper's setting it
+reproduces, and per *scale* (``smoke``: seconds, for CI; ``cpu``: a 2-core machine;
+``full``: the paper's sizes, for a GPU or a cluster) the seeds, the methods file and
+overrides of the experiment. An item a scale leaves out is reported as not run, with
+the scale that runs it.
+
+**The paper's numbers** ship in ``featlearn/papers/<paper>.csv`` (setting, method,
+train / test accuracy in percent, Cos Similarity, fraction of centres found, source),
+and the rules of judgement in ``featlearn/papers/<paper>.yaml``: a tolerance per metric
+and the known reasons why cells differ. Every cell with a paper value gets a verdict:
+
+* **reproduced**: \|featlearn mean - paper\| <= max(absolute, std_multiple x std over seeds);
+* **differs**: with the reason's category (a constant the paper leaves open, a
+  contradiction in the paper, a featlearn limitation) and its one line, or "no reason
+  recorded yet";
+* **not run**: why (a data file that is not there, and where to put it; a scale that
+  leaves the item out).
+
+**Outputs** in DIR: ``report.md`` (verdict counts first, then a section per item: the
+paper beside featlearn, the tuned constants, the figures), ``report.html`` (the same,
+self-contained: figures embedded), ``results.csv`` and ``results.json`` (every cell),
+``figures/`` (test accuracy against steps per method, from each run's TensorBoard
+events: the paper's Figures 5, 7, 9, 11 and 13; and the MDS pictures of the network's
+neurons that the runs draw), and ``items/<item>/``, each item's ``featlearn compare``
+folder.
+
+**Resuming**: every item is a ``featlearn compare`` whose trials are reused when their
+config is unchanged, so a killed report resumes where it stopped. ``DIR/plan.json``
+records the paper, scale and plan; a rerun with another one is refused unless
+``--overwrite``. ``--launcher slurm`` (or ``submitit-local``) sends every trial to the
+cluster, as ``compare`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import fnmatch
+import hashlib
+import html
+import json
+import re
+import resource
+import shutil
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from featlearn.config_files import resolve_config
+from featlearn.studies.compare import MethodNotApplicable, compare, summarize
+from featlearn.studies.trials import BuildRun, Launcher, load_yaml
+
+#: The papers a plan ships for: name -> plan file (a shipped config name).
+PAPERS = {"shi2022": "reproduce/shi2022"}
+SCALES = ("smoke", "cpu", "full")
+#: Metric columns of the paper's table file and of the report: (column, compare's metric, label, decimals).
+COLUMNS = (
+    ("train", "train_acc", "Train Acc (%)", 2),
+    ("test", "test_acc", "Test Acc (%)", 2),
+    ("cos", "cos_similarity", "Cos Similarity", 3),
+    ("centres", "centre_coverage", "Centres found", 3),
+)
+VERDICTS = ("reproduced", "differs", "not run")
+
+
+# ---------------------------------------------------------------------- the plan
+@dataclass
+class Item:
+    """One experiment of a paper's plan, run as a ``featlearn compare``."""
+
+    id: str
+    title: str
+    configs: list[str]
+    #: The paper's setting (the ``setting`` column of its table file); None: no numbers to compare.
+    setting: str | None = None
+    methods: str | None = None
+    only: list[str] | None = None
+    #: The paper's figures this item's pictures correspond to.
+    figures: str = ""
+    #: scale -> overrides of the experiment (a mapping in the config's shape); a scale not named runs as is.
+    scales: dict[str, dict] = field(default_factory=dict)
+    #: Scales that leave this item out, with why.
+    skip: dict[str, str] = field(default_factory=dict)
+    #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
+    needs_files: bool = False
+    notes: str = ""
+
+    @property
+    def slug(self) -> str:
+        """A folder name: ``E.2.1 d=100`` -> ``e_2_1_d_100``."""
+        return re.sub(r"[^a-z0-9]+", "_", self.id.lower()).strip("_")
+
+
+@dataclass
+class Plan:
+    """A paper's plan: its items and each scale's seeds and methods file."""
+
+    paper: str
+    title: str
+    scales: dict[str, dict]
+    items: list[Item]
+    text: str
+
+    @property
+    def digest(self) -> str:  # noqa: D102
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def load_plan(paper: str) -> Plan:
+    """Read the shipped plan of ``paper``.
+
+    Raises:
+        ValueError: An unknown paper, or a malformed plan (the message names the entry).
+    """
+    if paper not in PAPERS:
+        raise ValueError(f"--paper {paper!r} has no reproduction plan; choose one of {sorted(PAPERS)}.")
+    path = resolve_config(PAPERS[paper])
+    content = load_yaml(path, "the plan")
+    scales = content.get("scales") or {}
+    if set(scales) != set(SCALES):
+        raise ValueError(f"Plan {path}: 'scales' must define {list(SCALES)}, got {sorted(scales)}.")
+    items = []
+    for entry in content.get("items") or []:
+        known = {f for f in Item.__dataclass_fields__}
+        unknown = set(entry) - known
+        if unknown or "id" not in entry or "configs" not in entry:
+            raise ValueError(f"Plan {path}: item {entry.get('id')!r} needs id and configs; unknown keys {unknown}.")
+        items.append(Item(**{**entry, "title": entry.get("title", entry["id"])}))
+    ids = [item.slug for item in items]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"Plan {path}: item ids must differ in letters and digits: {ids}.")
+    return Plan(paper, content.get("title", paper), scales, items, path.read_text())
+
+
+# ---------------------------------------------------------------------- the paper's numbers
+def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
+    """The paper's values: (setting, method) -> {column: float | None, "source": str}."""
+    text = (resources.files("featlearn") / "papers" / f"{paper}.csv").read_text()
+    table = {}
+    for row in csv.DictReader(text.splitlines()):
+        values = {column: _number(row.get(column)) for column, _, _, _ in COLUMNS}
+        table[row["setting"], row["method"]] = {**values, "source": row.get("source", "")}
+    return table
+
+
+def judgement_rules(paper: str) -> dict:
+    """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
+    return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
+
+
+def _number(text: str | None) -> float | None:
+    if text is None or text.strip() in ("", "NA"):
+        return None
+    return float(text)
+
+
+def verdict(
+    paper_value: float | None, values: list[float] | None, column: str, setting: str, method: str, rules: dict
+) -> dict | None:
+    """The verdict of one cell; None where the paper gives no value.
+
+    Returns:
+        ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "category", "reason"}``.
+    """
+    if paper_value is None:
+        return None
+    mean, std, n = summarize(values)
+    cell = {"paper": paper_value, "mean": mean, "std": std, "n": n, "category": "", "reason": ""}
+    if mean is None:
+        return {**cell, "verdict": "not run", "reason": "featlearn measured no value for this cell"}
+    tolerance = rules["tolerances"][column]
+    allowed = max(tolerance["absolute"], tolerance["std_multiple"] * (std or 0.0))
+    gap = mean - paper_value
+    cell.update(gap=gap, allowed=allowed)
+    if abs(gap) <= allowed:
+        return {**cell, "verdict": "reproduced"}
+    for known in rules.get("reasons") or []:
+        if all(
+            fnmatch.fnmatchcase(value, str(known[key]))
+            for key, value in (("setting", setting), ("method", method), ("metric", column))
+        ):
+            return {**cell, "verdict": "differs", "category": known["category"], "reason": known["reason"]}
+    return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
+
+
+# ---------------------------------------------------------------------- running the items
+def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build: BuildRun) -> dict:
+    """Run one item's ``featlearn compare`` (or say why not): ``{"status", "results", "why", ...}``."""
+    scale = plan.scales[args.scale]
+    if args.scale in item.skip:
+        return {"status": "not run", "why": item.skip[args.scale]}
+    folder = out / "items" / item.slug
+    folder.mkdir(parents=True, exist_ok=True)
+    configs = list(item.configs)
+    overrides = dict(item.scales.get(args.scale) or {})
+    if item.needs_files and args.data_root is not None:
+        data = dict(overrides.get("data") or {})
+        data["init_args"] = {**(data.get("init_args") or {}), "root": str(Path(args.data_root).resolve())}
+        overrides["data"] = data
+    if overrides:
+        overlay = folder / f"scale_{args.scale}.yaml"
+        overlay.write_text(yaml.safe_dump(overrides, sort_keys=False))
+        configs.append(str(overlay))
+    argv = [arg for config in configs for arg in ("--config", config)]
+    argv += ["--seeds", str(scale["seeds"]), "--out", str(folder)]
+    methods = item.methods or scale.get("methods")
+    if methods:
+        argv += ["--methods", methods]
+    if item.only:
+        argv += ["--only", *item.only]
+    if args.grid_members is not None:
+        argv += ["--grid-members", str(args.grid_members)]
+    argv += args.launcher_argv
+    if args.overwrite:
+        argv.append("--overwrite")
+    start = time.perf_counter()
+    try:
+        results = compare(argv, build)
+    except FileNotFoundError as err:  # real data a user places: say where
+        then = " Then rerun with --data-root ROOT." if item.needs_files else ""
+        return {"status": "not run", "why": f"{err}{then}"}
+    except MethodNotApplicable as err:
+        return {"status": "not run", "why": str(err)}
+    return {
+        "status": "run",
+        "results": results,
+        "tuned": _tuned_values(folder),
+        "seconds": time.perf_counter() - start,
+        "training_seconds": trial_seconds(folder),
+        "folder": folder,
+    }
+
+
+def _tuned_values(folder: Path) -> dict[str, dict]:
+    """The tuned constants, method -> {tuned key: chosen value}, from a compare folder's ``table.csv``."""
+    tuned: dict[str, dict] = {}
+    table = folder / "table.csv"
+    if not table.is_file():
+        return tuned
+    for row in csv.DictReader(table.open()):
+        if row["metric"].startswith("tuned:"):
+            tuned.setdefault(row["method"], {})[row["metric"][len("tuned:") :]] = row["mean"]
+    return tuned
+
+
+def trial_seconds(folder: Path) -> float:
+    """The seconds every trial of a compare folder took when it ran (tuning included; reused runs count 0)."""
+    return sum(json.loads(path.read_text())["seconds"] for path in folder.glob("**/result.json"))
+
+
+# ---------------------------------------------------------------------- figures
+def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
+    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves = {}
+    for method in methods:
+        run = folder / "tensorboard" / re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
+        if not run.is_dir():
+            continue
+        events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+        events.Reload()
+        if "heldout/test_acc" in events.Tags().get("scalars", []):
+            points = events.Scalars("heldout/test_acc")
+            curves[method] = ([p.step for p in points], [100.0 * p.value for p in points])
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for method, (steps, accuracy) in curves.items():
+        style = "--" if "w/o structure" in method else "-"
+        axis.plot([max(s, 1) for s in steps], accuracy, style, marker=".", label=method)
+    axis.set_xscale("log")
+    axis.set_xlabel("update step")
+    axis.set_ylabel("test accuracy (%), mean over seeds")
+    axis.set_title(title, fontsize=10)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=90)
+    plt.close(figure)
+    return target
+
+
+def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
+    """The MDS pictures of the network's neurons the Network run drew (``mds_step*.png``), copied to ``target``."""
+    run = folder / "tensorboard" / "network"
+    pictures = sorted(run.glob("mds_step*.png"), key=lambda p: int(re.findall(r"\d+", p.stem)[-1]))
+    copied = []
+    for picture in pictures:
+        destination = target / f"{slug}_{picture.name}"
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(picture, destination)
+        copied.append(destination)
+    return copied
+
+
+# ---------------------------------------------------------------------- the report
+def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[dict]:
+    """Every cell of the report: one row per item, method and metric featlearn or the paper has."""
+    cells = []
+    for item in plan.items:
+        outcome = outcomes[item.id]
+        paper_methods = [m for (setting, m) in numbers if setting == item.setting]
+        methods = list(outcome.get("results") or {}) or paper_methods
+        for method in dict.fromkeys(methods + paper_methods):
+            values = (outcome.get("results") or {}).get(method, {})
+            for column, metric, _, _ in COLUMNS:
+                paper_value = numbers.get((item.setting, method), {}).get(column)
+                measured = values.get(metric)
+                if paper_value is None and not measured:
+                    continue
+                cell = {"item": item.id, "setting": item.setting or "", "method": method, "metric": column}
+                if outcome["status"] != "run":
+                    judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
+                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
+                    cell.update(verdict=judged["verdict"] if judged else "")
+                elif method not in (outcome.get("results") or {}):
+                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
+                    cell.update(verdict="not run", reason="not among this scale's methods")
+                else:
+                    judged = verdict(paper_value, measured, column, item.setting or "", method, rules)
+                    mean, std, n = summarize(measured)
+                    cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
+                    if judged is not None:
+                        cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
+                cells.append(cell)
+    return cells
+
+
+def _format(value: float | None, decimals: int) -> str:
+    return "NA" if value is None else f"{value:.{decimals}f}"
+
+
+def _decimals(column: str) -> int:
+    return next(d for c, _, _, d in COLUMNS if c == column)
+
+
+#: How a verdict shows in a table cell.
+MARKS = {"reproduced": "✓", "differs": "✗", "not run": "not run", "": ""}
+
+
+def item_table(rows: list[dict], ran: bool) -> list[str]:
+    """One item's cells as Markdown: a row per method, per metric "featlearn (paper P) mark"; then the reasons."""
+    if not rows:
+        return []
+    metrics = [c for c, _, _, _ in COLUMNS if any(r["metric"] == c for r in rows)]
+    labels = {c: label for c, _, label, _ in COLUMNS}
+    lines = [
+        "| Method | " + " | ".join(labels[m] for m in metrics) + " |",
+        "|---|" + "---:|" * len(metrics),
+    ]
+    notes = []
+    for method in dict.fromkeys(r["method"] for r in rows):
+        cells = []
+        for metric in metrics:
+            cell = next((r for r in rows if r["method"] == method and r["metric"] == metric), None)
+            if cell is None:
+                cells.append("")
+                continue
+            decimals = _decimals(metric)
+            ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
+            paper = "" if cell["paper"] is None else f" (paper {_format(cell['paper'], decimals)})"
+            cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
+            if cell["verdict"] == "differs":
+                notes.append(f"- {method}, {metric}: differs: {cell['category']}. {cell['reason']}")
+            elif cell["verdict"] == "not run" and ran:
+                notes.append(f"- {method}, {metric}: not run: {cell['reason']}")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    legend = "✓ reproduced, ✗ differs (reasons below); no mark: the paper gives no number."
+    return [*lines, "", legend, *([""] + notes if notes else [])]
+
+
+def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict], wall: dict) -> None:
+    """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
+    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
+    fields = ["item", "setting", "method", "metric", "paper", "mean", "std", "n", "verdict", "category", "reason"]
+    with open(out / "results.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        for cell in cells:
+            writer.writerow({k: ("" if cell.get(k) is None else cell.get(k)) for k in fields})
+    summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, **wall}
+    (out / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1, default=str))
+
+    md = [f"# Reproduction report: {plan.title}", ""]
+    md.append(
+        f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
+        f"Regenerate: `featlearn reproduce --paper {plan.paper} --scale {args.scale} --out DIR`."
+    )
+    md.append("")
+    md.append(
+        f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run** "
+        f"(cells with a number in the paper)."
+    )
+    md.append("")
+    md.append(
+        f"Time: {wall['training_seconds'] / 60:.1f} min, the sum of every trial's run (tuning included), as "
+        f"each ran on {wall['machine']}. The invocations that filled this folder (a rerun reuses finished "
+        f"trials): "
+        + "; ".join(
+            f"{run['wall_seconds'] / 60:.1f} min, peak resident memory {run['peak_rss_gib']:.2f} GiB"
+            for run in wall.get("invocations", [wall])
+        )
+        + "."
+    )
+    md += ["", "How cells are judged:", ""]
+    for column, tolerance in judgement_rules(plan.paper)["tolerances"].items():
+        md.append(
+            f"- {column}: reproduced when |featlearn mean - paper| <= max({tolerance['absolute']}, "
+            f"{tolerance['std_multiple']} x std over seeds)"
+        )
+    md.append(f"- the reasons for known differences: `featlearn/papers/{plan.paper}.yaml`")
+    figures: dict[str, list[Path]] = {}
+    for item in plan.items:
+        outcome = outcomes[item.id]
+        md += ["", f"## {item.id}: {item.title}", ""]
+        if item.notes:
+            md += [item.notes.strip(), ""]
+        if outcome["status"] != "run":
+            md += [f"**Not run**: {outcome['why']}", ""]
+        else:
+            md.append(
+                f"`featlearn compare` in `items/{item.slug}/` ({outcome['training_seconds']:.0f} s of training)."
+            )
+            md.append("")
+        rows = [c for c in cells if c["item"] == item.id]
+        md += item_table(rows, outcome["status"] == "run")
+        tuned = outcome.get("tuned") or {}
+        for method, values in tuned.items():
+            chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
+            md += ["", f"{method} tuned on the validation set: {chosen}."]
+        pictures = []
+        if outcome["status"] == "run":
+            curve = accuracy_curves(
+                outcome["folder"],
+                list(outcome["results"]),
+                out / "figures" / f"{item.slug}_test_accuracy.png",
+                f"{item.id}: test accuracy per method ({item.figures or 'featlearn'})",
+            )
+            pictures = ([curve] if curve else []) + neuron_pictures(outcome["folder"], out / "figures", item.slug)
+        figures[item.id] = pictures
+        for picture in pictures:
+            md += ["", f"![{picture.stem}](figures/{picture.name})"]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
+
+
+def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
+    """The report's Markdown as a self-contained HTML page: its tables as tables, its figures embedded."""
+    body, table = [], []
+
+    def inline(text: str) -> str:
+        text = html.escape(text)
+        text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+    def flush_table() -> None:
+        if not table:
+            return
+        head, *rest = [row.strip("|").split(" | ") for row in table if not set(row) <= set("|-: ")]
+        body.append("<table><thead><tr>" + "".join(f"<th>{inline(c.strip())}</th>" for c in head) + "</tr></thead>")
+        body.append("<tbody>")
+        for row in rest:
+            body.append("<tr>" + "".join(f"<td>{inline(c.strip())}</td>" for c in row) + "</tr>")
+        body.append("</tbody></table>")
+        table.clear()
+
+    for line in lines:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush_table()
+        if line.startswith("# "):
+            body.append(f"<h1>{inline(line[2:])}</h1>")
+        elif line.startswith("## "):
+            body.append(f"<h2>{inline(line[3:])}</h2>")
+        elif line.startswith("- "):
+            body.append(f"<p>&bull; {inline(line[2:])}</p>")
+        elif line.startswith("!["):
+            alt, path = re.match(r"!\[(.*)\]\((.*)\)", line).groups()
+            data = base64.b64encode((out / path).read_bytes()).decode()
+            body.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></figure>')
+        elif line.strip():
+            body.append(f"<p>{inline(line)}</p>")
+    flush_table()
+    style = (
+        "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
+        "img{max-width:48em}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def summary_table(out: Path) -> str:
+    """The README's summary of a report folder: verdict counts per item, from its ``results.json``.
+
+    ``featlearn reproduce --summary DIR`` prints it; the README's block is this text (a test
+    compares them), so no number there is copied by hand.
+    """
+    content = json.loads((Path(out) / "results.json").read_text())
+    summary, cells = content["summary"], content["cells"]
+    lines = [
+        f"| {summary['paper']}, scale `{summary['scale']}` | reproduced | differs | not run |",
+        "|---|---:|---:|---:|",
+    ]
+    for item in dict.fromkeys(c["item"] for c in cells):
+        counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in VERDICTS]
+        if any(counts):
+            lines.append(f"| {item} | " + " | ".join(str(n) for n in counts) + " |")
+    total = summary["counts"]
+    lines.append("| **all** | " + " | ".join(f"**{total[v]}**" for v in VERDICTS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- command
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The ``featlearn reproduce`` options."""
+    parser = argparse.ArgumentParser(
+        prog="featlearn reproduce",
+        description="Run every experiment of a paper's reproduction plan and write DIR/report.md, "
+        "DIR/report.html and DIR/results.csv with a verdict per cell.",
+    )
+    parser.add_argument("--paper", choices=sorted(PAPERS), help="The paper to reproduce.")
+    parser.add_argument("--scale", default="cpu", choices=SCALES, help="Preset sizes (default: %(default)s).")
+    parser.add_argument("--out", help="Output folder DIR.")
+    parser.add_argument(
+        "--summary", metavar="DIR", default=None, help="Print the verdict counts of the report in DIR."
+    )
+    parser.add_argument("--only", nargs="+", default=None, help="Run only these items (ids as in the plan).")
+    parser.add_argument("--overwrite", action="store_true", help="Discard results of another plan or scale in DIR.")
+    parser.add_argument(
+        "--grid-members", type=int, default=None, help="compare's --grid-members (default: compare's)."
+    )
+    parser.add_argument(
+        "--data-root",
+        default=None,
+        help="Folder holding the real data sets you placed (CIFAR-10, SVHN, ...): the items that read files "
+        "take it as data.init_args.root (default: their configs' root, 'data' under the working folder).",
+    )
+    Launcher.add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.summary is None and (args.paper is None or args.out is None):
+        parser.error("--paper and --out are required (or --summary DIR).")
+    if args.grid_members is not None and args.grid_members < 1:
+        parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
+    # compare's own launcher options, passed through as given
+    args.launcher_argv = ["--launcher", args.launcher]
+    for flag, value in (
+        ("--slurm-partition", args.slurm_partition),
+        ("--slurm-account", args.slurm_account),
+        ("--slurm-time", args.slurm_time),
+        ("--slurm-gpus", args.slurm_gpus),
+        ("--slurm-cpus", args.slurm_cpus),
+        ("--slurm-mem-gb", args.slurm_mem_gb),
+        ("--array-parallelism", args.array_parallelism),
+    ):
+        if value is not None:
+            args.launcher_argv += [flag, str(value)]
+    return args
+
+
+def check_plan_record(out: Path, plan: Plan, scale: str, overwrite: bool) -> None:
+    """Refuse a DIR that holds another paper, scale or plan's results, unless ``overwrite``.
+
+    Raises:
+        ValueError: Naming what differs.
+    """
+    record = out / "plan.json"
+    wanted = {"paper": plan.paper, "scale": scale, "plan_digest": plan.digest}
+    if record.is_file():
+        saved = json.loads(record.read_text())
+        if saved != wanted and not overwrite:
+            changed = [key for key in wanted if saved.get(key) != wanted[key]]
+            raise ValueError(
+                f"{out} holds a report of another {' and '.join(changed)} ({saved.get('paper')}, scale "
+                f"{saved.get('scale')}): use a new --out, or --overwrite to discard its results."
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(wanted, indent=1))
+
+
+def reproduce(argv: list[str], build: BuildRun) -> dict:
+    """Run ``featlearn reproduce`` with arguments ``argv``; returns the summary and the cells.
+
+    Args:
+        argv: The command's arguments (see :func:`parse_args`).
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+    """
+    import platform
+
+    import torch
+
+    args = parse_args(argv)
+    if args.summary is not None:
+        text = summary_table(Path(args.summary))
+        print(text, end="")
+        return {"summary": text}
+    plan = load_plan(args.paper)
+    if args.only:
+        missing = sorted(set(args.only) - {item.id for item in plan.items})
+        if missing:
+            ids = [i.id for i in plan.items]
+            raise ValueError(f"--only names {missing}, which are not items of {args.paper}: {ids}.")
+        plan.items = [item for item in plan.items if item.id in args.only]
+    out = Path(args.out)
+    check_plan_record(out, plan, args.scale, args.overwrite)
+    numbers, rules = paper_numbers(args.paper), judgement_rules(args.paper)
+    start = time.perf_counter()
+    outcomes = {}
+    for item in plan.items:
+        print(f"[reproduce] {item.id}: {item.title}", flush=True)
+        outcomes[item.id] = run_item(item, plan, args, out, build)
+        if outcomes[item.id]["status"] != "run":
+            print(f"[reproduce] {item.id}: not run: {outcomes[item.id]['why']}", flush=True)
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
+    wall = {
+        "wall_seconds": time.perf_counter() - start,
+        "training_seconds": sum(o.get("training_seconds", 0.0) for o in outcomes.values()),
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "machine": f"{platform.machine()}, {device}, torch {torch.__version__}",
+    }
+    # Every invocation that filled this folder (a killed report resumes; a rerun reuses its trials).
+    previous = out / "results.json"
+    earlier = []
+    if previous.is_file():
+        summary = json.loads(previous.read_text())["summary"]
+        earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
+    wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
+    cells = collect_cells(plan, outcomes, numbers, rules)
+    write_report(out, plan, args, outcomes, cells, wall)
+    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
+    print(
+        f"[reproduce] {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run; "
+        f"report: {out / 'report.md'} and {out / 'report.html'}",
+        flush=True,
+    )
+    return {"counts": counts, "cells": cells, **wall}
+
+

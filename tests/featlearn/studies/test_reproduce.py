@@ -1,0 +1,172 @@
+"""``featlearn reproduce``: the plan, the paper's numbers, the verdicts and the report."""
+
+from __future__ import annotations
+
+import csv
+import html.parser
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from featlearn.cli import build_cli
+from featlearn.config_files import resolve_config
+from featlearn.studies.compare import load_methods
+from featlearn.studies.reproduce import (
+    SCALES,
+    VERDICTS,
+    check_plan_record,
+    judgement_rules,
+    load_plan,
+    markdown_to_html,
+    paper_numbers,
+    reproduce,
+    verdict,
+)
+
+RULES = {
+    "tolerances": {"test": {"absolute": 3.0, "std_multiple": 2.0}, "cos": {"absolute": 0.05, "std_multiple": 2.0}},
+    "reasons": [
+        {"setting": "E.1.*", "method": "NTK", "metric": "test", "category": "a constant the paper leaves open",
+         "reason": "rate"},
+    ],
+}  # fmt: skip
+
+
+def test_a_cell_within_the_tolerance_or_twice_its_spread_is_reproduced():
+    assert verdict(100.0, [98.0, 98.0], "test", "E.1.1", "Network", RULES)["verdict"] == "reproduced"  # 2 <= 3
+    assert verdict(100.0, [96.0, 96.0], "test", "E.1.1", "Network", RULES)["verdict"] == "differs"  # 4 > 3
+    spread = verdict(100.0, [90.0, 100.0], "test", "E.1.1", "Network", RULES)  # mean 95, std 7.07: allowed 14.1
+    assert spread["verdict"] == "reproduced" and spread["allowed"] == pytest.approx(2 * 7.0710678)
+
+
+def test_a_differing_cell_takes_the_first_matching_reason_or_says_none_is_recorded():
+    known = verdict(86.4, [80.0, 80.0], "test", "E.1.1 parity (T1)", "NTK", RULES)
+    category = RULES["reasons"][0]["category"]
+    assert (known["verdict"], known["category"], known["reason"]) == ("differs", category, "rate")
+    other = verdict(86.4, [80.0, 80.0], "test", "E.2.1 d=100 (T3)", "NTK", RULES)  # the pattern names E.1.*
+    assert (other["category"], other["reason"]) == ("unexplained", "no reason recorded yet")
+    assert verdict(None, [80.0], "test", "E.1.1", "NTK", RULES) is None  # no number in the paper: no verdict
+    assert verdict(86.4, None, "test", "E.1.1", "NTK", RULES)["verdict"] == "not run"
+
+
+def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_methods_files_have():
+    numbers = paper_numbers("shi2022")
+    settings = {setting for setting, _ in numbers}
+    for scale in SCALES:
+        plan = load_plan("shi2022")
+        assert plan.scales[scale]["seeds"] >= 1
+        methods = {m.name for m in load_methods(resolve_config(plan.scales[scale]["methods"]))}
+        for item in plan.items:
+            assert item.setting is None or item.setting in settings, item.id
+            assert set(item.only or []) <= methods, item.id
+            paper_methods = {method for setting, method in numbers if setting == item.setting}
+            if item.only is None:  # Tables 1-5: every method of the paper's row runs
+                assert paper_methods <= methods, item.id
+    rules = judgement_rules("shi2022")
+    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres"}
+    assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
+                                 "a featlearn limitation"} for r in rules["reasons"])  # fmt: skip
+
+
+def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
+    numbers = paper_numbers("shi2022")
+    assert numbers["E.1.1 parity (T1)", "NTK"]["test"] == 86.4
+    assert numbers["E.2.1 d=2000 (T3)", "One Step"]["cos"] == 0.560
+    assert sum(1 for setting, _ in numbers if setting.endswith(("(T1)", "(T2)", "(T3)", "(T4)", "(T5)"))) == 48
+    shared = Path(__file__).resolve().parents[4] / "shared" / "papers" / "shi2022-appendix-e-tables.csv"
+    if shared.is_file():  # the paper file beside the development checkout: the same numbers
+        for row in csv.DictReader(shared.open()):
+            for column in ("train", "test", "cos"):
+                expected = None if row[column] == "NA" else float(row[column])
+                assert numbers[row["setting"], row["method"]][column] == expected
+
+
+def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
+    plan = load_plan("shi2022")
+    check_plan_record(tmp_path, plan, "smoke", overwrite=False)
+    check_plan_record(tmp_path, plan, "smoke", overwrite=False)  # the same: fine
+    with pytest.raises(ValueError, match="another scale .* use a new --out, or --overwrite"):
+        check_plan_record(tmp_path, plan, "cpu", overwrite=False)
+    check_plan_record(tmp_path, plan, "cpu", overwrite=True)
+    assert json.loads((tmp_path / "plan.json").read_text())["scale"] == "cpu"
+
+
+def test_bad_arguments_name_the_option(tmp_path):
+    with pytest.raises(SystemExit):
+        reproduce(["--paper", "glasgow1999", "--out", str(tmp_path)], build_cli)
+    with pytest.raises(ValueError, match="--only names \\['E.9'\\]"):
+        reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(tmp_path), "--only", "E.9"], build_cli)
+
+
+class _Page(html.parser.HTMLParser):
+    """Counts tags and checks that every opened table, row and cell closes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.count: dict[str, int] = {}
+
+    def handle_starttag(self, tag, attrs):
+        self.count[tag] = self.count.get(tag, 0) + 1
+        if tag in ("table", "tr", "td", "th", "p", "h1", "h2", "figure"):
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in ("table", "tr", "td", "th", "p", "h1", "h2", "figure"):
+            assert self.open and self.open.pop() == tag, f"</{tag}> closes {self.open}"
+
+
+def test_the_html_page_is_self_contained_and_well_formed(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "figures").mkdir()
+    Image.new("RGB", (4, 4), (200, 30, 30)).save(tmp_path / "figures" / "a.png")
+    lines = ["# Title", "", "**Verdicts: 1**", "| A | B |", "|---|---:|", "| x `y` | 1 ✓ |", "", "![a](figures/a.png)"]
+    page = _Page()
+    page.feed(markdown_to_html(lines, tmp_path, "t"))
+    assert page.open == [] and page.count["table"] == 1 and page.count["td"] == 2 and page.count["img"] == 1
+    assert "data:image/png;base64," in markdown_to_html(lines, tmp_path, "t")
+
+
+@pytest.mark.slow
+def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_path):
+    out = tmp_path / "report"
+    first = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)
+    plan = load_plan("shi2022")
+    text = (out / "report.md").read_text()
+    assert all(f"## {item.id}: " in text for item in plan.items)  # every section present
+    counts = first["counts"]
+    assert f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run" in text
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    judged = [r for r in rows if r["paper"]]
+    assert judged and all(r["verdict"] in VERDICTS for r in judged)  # every cell with a paper number has a verdict
+    assert all(r["reason"] for r in judged if r["verdict"] != "reproduced")
+    not_run = {r["item"] for r in rows if r["verdict"] == "not run"}
+    assert "E.4.1 ResNet(128)" in not_run  # CIFAR-10 is not on this machine: said so, with where to put it
+    assert "cifar-10-batches-py" in text and "--data-root" in text
+    figures = out / "figures"
+    assert (figures / "e_1_1_test_accuracy.png").is_file() and (figures / "e_1_1_mds_step1.png").is_file()
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    assert page.open == [] and page.count["img"] >= len(list((out / "figures").glob("*.png")))
+
+    again = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)  # every trial reused
+    assert again["counts"] == counts and again["training_seconds"] == pytest.approx(first["training_seconds"])
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no chromium here to render the page (apt-get install chromium)")
+    shot = tmp_path / "page.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}", "--window-size=1200,2400",
+         (out / "report.html").as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    from PIL import Image
+
+    image = Image.open(shot).convert("L")
+    low, high = image.getextrema()
+    assert image.size == (1200, 2400) and high - low > 100  # text, tables and figures drawn, not a blank page
