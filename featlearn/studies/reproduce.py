@@ -48,6 +48,7 @@ import fnmatch
 import hashlib
 import html
 import json
+import math
 import re
 import resource
 import shutil
@@ -60,10 +61,11 @@ import yaml
 
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import MethodNotApplicable, compare, summarize
+from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun, Launcher, load_yaml
 
 #: The papers a plan ships for: name -> plan file (a shipped config name).
-PAPERS = {"shi2022": "reproduce/shi2022"}
+PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023"}
 SCALES = ("smoke", "cpu", "full")
 #: Metric columns of the paper's table file and of the report: (column, compare's metric, label, decimals).
 COLUMNS = (
@@ -71,7 +73,10 @@ COLUMNS = (
     ("test", "test_acc", "Test Acc (%)", 2),
     ("cos", "cos_similarity", "Cos Similarity", 3),
     ("centres", "centre_coverage", "Centres found", 3),
+    ("alpha", "alpha", "Exponent alpha (n* ~ d^alpha)", 2),
 )
+#: Item kinds: what command an item runs.
+KINDS = ("compare", "samples")
 VERDICTS = ("reproduced", "differs", "not run")
 
 
@@ -95,6 +100,12 @@ class Item:
     skip: dict[str, str] = field(default_factory=dict)
     #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
     needs_files: bool = False
+    #: ``compare`` (a table of methods) or ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`).
+    kind: str = "compare"
+    #: A ``samples`` item's study file (a shipped name or a path).
+    study: str | None = None
+    #: scale -> further arguments of the item's command (e.g. ``["--dims", "8,16"]``).
+    arguments: dict[str, list] = field(default_factory=dict)
     notes: str = ""
 
     @property
@@ -137,7 +148,10 @@ def load_plan(paper: str) -> Plan:
         unknown = set(entry) - known
         if unknown or "id" not in entry or "configs" not in entry:
             raise ValueError(f"Plan {path}: item {entry.get('id')!r} needs id and configs; unknown keys {unknown}.")
-        items.append(Item(**{**entry, "title": entry.get("title", entry["id"])}))
+        item = Item(**{**entry, "title": entry.get("title", entry["id"])})
+        if item.kind not in KINDS or (item.kind == "samples" and not item.study):
+            raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
+        items.append(item)
     ids = [item.slug for item in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"Plan {path}: item ids must differ in letters and digits: {ids}.")
@@ -151,7 +165,8 @@ def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
     table = {}
     for row in csv.DictReader(text.splitlines()):
         values = {column: _number(row.get(column)) for column, _, _, _ in COLUMNS}
-        table[row["setting"], row["method"]] = {**values, "source": row.get("source", "")}
+        relation = (row.get("relation") or "=").strip()
+        table[row["setting"], row["method"]] = {**values, "relation": relation, "source": row.get("source", "")}
     return table
 
 
@@ -167,9 +182,19 @@ def _number(text: str | None) -> float | None:
 
 
 def verdict(
-    paper_value: float | None, values: list[float] | None, column: str, setting: str, method: str, rules: dict
+    paper_value: float | None,
+    values: list[float] | None,
+    column: str,
+    setting: str,
+    method: str,
+    rules: dict,
+    relation: str = "=",
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
+
+    ``relation`` is what the paper states: ``=`` (a measured value; reproduced within the
+    tolerance) or ``<`` (a strict bound, as a theorem's exponent: reproduced when featlearn's
+    mean plus ``std_multiple`` x its std stays below it; the absolute tolerance is for values).
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "category", "reason"}``.
@@ -184,7 +209,12 @@ def verdict(
     allowed = max(tolerance["absolute"], tolerance["std_multiple"] * (std or 0.0))
     gap = mean - paper_value
     cell.update(gap=gap, allowed=allowed)
-    if abs(gap) <= allowed:
+    if relation not in ("=", "<"):
+        raise ValueError(f"The paper table's relation must be '=' or '<', got {relation!r} ({setting}, {method}).")
+    if relation == "<":
+        allowed = tolerance["std_multiple"] * (std or 0.0)
+        cell["allowed"] = allowed
+    if (abs(gap) <= allowed) if relation == "=" else (mean + allowed < paper_value):
         return {**cell, "verdict": "reproduced"}
     for known in rules.get("reasons") or []:
         if all(
@@ -199,6 +229,7 @@ def verdict(
 def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build: BuildRun) -> dict:
     """Run one item's ``featlearn compare`` (or say why not): ``{"status", "results", "why", ...}``."""
     scale = plan.scales[args.scale]
+    args.scale_seeds = scale.get("seeds")
     if args.scale in item.skip:
         return {"status": "not run", "why": item.skip[args.scale]}
     folder = out / "items" / item.slug
@@ -214,6 +245,8 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         overlay.write_text(yaml.safe_dump(overrides, sort_keys=False))
         configs.append(str(overlay))
     argv = [arg for config in configs for arg in ("--config", config)]
+    if item.kind == "samples":
+        return run_samples(item, argv, args, folder, build)
     argv += ["--seeds", str(scale["seeds"]), "--out", str(folder)]
     methods = item.methods or scale.get("methods")
     if methods:
@@ -241,6 +274,57 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         "training_seconds": trial_seconds(folder),
         "folder": folder,
     }
+
+
+def run_samples(item: Item, argv: list[str], args: argparse.Namespace, folder: Path, build: BuildRun) -> dict:
+    """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
+    seeds = ["--seeds", str(plan_seeds)] if (plan_seeds := args.scale_seeds) else []
+    argv = [*argv, "--study", str(item.study), "--out", str(folder), *seeds]
+    argv += [str(a) for a in item.arguments.get(args.scale, [])]
+    argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
+    start = time.perf_counter()
+    study = samples(argv, build)
+    results = {method: {"alpha": None if fit is None else [fit["alpha"]]} for method, fit in study["fits"].items()}
+    return {
+        "status": "run",
+        "results": results,
+        "fits": study["fits"],
+        "rows": study["rows"],
+        "tuned": {},
+        "seconds": time.perf_counter() - start,
+        "training_seconds": trial_seconds(folder),
+        "folder": folder,
+    }
+
+
+def sample_complexity_lines(outcome: dict) -> list[str]:
+    """A ``samples`` item's measurements: the fits with their intervals, and n* against the theory's rates."""
+    lines = ["| Method | alpha | 95% bootstrap interval | points |", "|---|---:|---|---:|"]
+    for method, fit in outcome["fits"].items():
+        if fit is None:
+            lines.append(f"| {method} | NA | NA (fewer than two bracketed dimensions) | - |")
+        else:
+            interval = f"[{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
+            lines.append(f"| {method} | {fit['alpha']:.2f} | {interval} | {fit['points']} |")
+    lines += [
+        "",
+        "n* against the rates of Theorem 3.1 (d log^2 d) and of the NTK (d^2 log d): a ratio that stays flat or "
+        "falls as d grows is within that rate.",
+        "",
+        "| Method | d | n* | n* / (d log^2 d) | n* / (d^2 log d) | status |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in outcome["rows"]:
+        d, n_star = row["d"], row["n_star"]
+        if n_star == "":
+            lines.append(f"| {row['method']} | {d} | NA |  |  | {row['status']} |")
+            continue
+        log_d = math.log(d)
+        lines.append(
+            f"| {row['method']} | {d} | {n_star} | {n_star / (d * log_d**2):.2f} | {n_star / (d**2 * log_d):.3f} "
+            f"| {row['status']} |"
+        )
+    return lines
 
 
 def _tuned_values(folder: Path) -> dict[str, dict]:
@@ -324,10 +408,12 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
             values = (outcome.get("results") or {}).get(method, {})
             for column, metric, _, _ in COLUMNS:
                 paper_value = numbers.get((item.setting, method), {}).get(column)
+                relation = numbers.get((item.setting, method), {}).get("relation", "=")
                 measured = values.get(metric)
                 if paper_value is None and not measured:
                     continue
                 cell = {"item": item.id, "setting": item.setting or "", "method": method, "metric": column}
+                cell["relation"] = relation
                 if outcome["status"] != "run":
                     judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
@@ -336,7 +422,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
                     cell.update(verdict="not run", reason="not among this scale's methods")
                 else:
-                    judged = verdict(paper_value, measured, column, item.setting or "", method, rules)
+                    judged = verdict(paper_value, measured, column, item.setting or "", method, rules, relation)
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
                     if judged is not None:
@@ -377,7 +463,8 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 continue
             decimals = _decimals(metric)
             ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
-            paper = "" if cell["paper"] is None else f" (paper {_format(cell['paper'], decimals)})"
+            bound = "< " if cell.get("relation") == "<" else ""
+            paper = "" if cell["paper"] is None else f" (paper {bound}{_format(cell['paper'], decimals)})"
             cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
             if cell["verdict"] == "differs":
                 notes.append(f"- {method}, {metric}: differs: {cell['category']}. {cell['reason']}")
@@ -391,7 +478,8 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
 def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict], wall: dict) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
-    fields = ["item", "setting", "method", "metric", "paper", "mean", "std", "n", "verdict", "category", "reason"]
+    fields = ["item", "setting", "method", "metric", "relation", "paper", "mean", "std", "n", "verdict", "category",
+              "reason"]
     with open(out / "results.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
@@ -427,6 +515,11 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             f"- {column}: reproduced when |featlearn mean - paper| <= max({tolerance['absolute']}, "
             f"{tolerance['std_multiple']} x std over seeds)"
         )
+    if any(c.get("relation") == "<" for c in cells):
+        md.append(
+            "- a bound (paper `< v`, a theorem's rate): reproduced when featlearn's mean plus std_multiple x its "
+            "std is below v"
+        )
     md.append(f"- the reasons for known differences: `featlearn/papers/{plan.paper}.yaml`")
     figures: dict[str, list[Path]] = {}
     for item in plan.items:
@@ -438,17 +531,24 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             md += [f"**Not run**: {outcome['why']}", ""]
         else:
             md.append(
-                f"`featlearn compare` in `items/{item.slug}/` ({outcome['training_seconds']:.0f} s of training)."
+                f"`featlearn {item.kind}` in `items/{item.slug}/` ({outcome['training_seconds']:.0f} s of training)."
             )
             md.append("")
         rows = [c for c in cells if c["item"] == item.id]
         md += item_table(rows, outcome["status"] == "run")
+        if outcome["status"] == "run" and item.kind == "samples":
+            md += ["", *sample_complexity_lines(outcome)]
         tuned = outcome.get("tuned") or {}
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
             md += ["", f"{method} tuned on the validation set: {chosen}."]
         pictures = []
-        if outcome["status"] == "run":
+        if outcome["status"] == "run" and item.kind == "samples":
+            plot = out / "figures" / f"{item.slug}_samples.png"
+            plot.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(outcome["folder"] / "samples.png", plot)
+            pictures = [plot]
+        elif outcome["status"] == "run":
             curve = accuracy_curves(
                 outcome["folder"],
                 list(outcome["results"]),

@@ -52,11 +52,30 @@ def test_a_differing_cell_takes_the_first_matching_reason_or_says_none_is_record
     assert verdict(86.4, None, "test", "E.1.1", "NTK", RULES)["verdict"] == "not run"
 
 
+def test_a_bound_is_reproduced_when_the_measured_value_stays_below_it():
+    rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
+    assert verdict(2.0, [1.52], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "reproduced"
+    assert verdict(2.0, [2.1], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # no slack
+    assert verdict(2.0, [1.9, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # + 2 std
+    assert verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "=")["verdict"] == "reproduced"  # within 0.5
+    with pytest.raises(ValueError, match="relation must be"):
+        verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, ">")
+
+
+def test_the_glasgow_plan_measures_theorem_3_1_against_the_rates_the_paper_states():
+    plan = load_plan("glasgow2023")
+    numbers = paper_numbers("glasgow2023")
+    assert [item.kind for item in plan.items] == ["samples"]
+    assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
+    assert set(judgement_rules("glasgow2023")["tolerances"]) == {"alpha"}
+
+
 def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_methods_files_have():
     numbers = paper_numbers("shi2022")
     settings = {setting for setting, _ in numbers}
     for scale in SCALES:
         plan = load_plan("shi2022")
+        assert all(item.kind == "compare" for item in plan.items)
         assert plan.scales[scale]["seeds"] >= 1
         methods = {m.name for m in load_methods(resolve_config(plan.scales[scale]["methods"]))}
         for item in plan.items:
@@ -170,3 +189,15 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     image = Image.open(shot).convert("L")
     low, high = image.getextrema()
     assert image.size == (1200, 2400) and high - low > 100  # text, tables and figures drawn, not a blank page
+
+
+@pytest.mark.slow
+def test_the_glasgow_smoke_report_fits_both_exponents(tmp_path):
+    out = tmp_path / "glasgow"
+    result = reproduce(["--paper", "glasgow2023", "--scale", "smoke", "--out", str(out)], build_cli)
+    cells = {(c["method"], c["metric"]): c for c in result["cells"]}
+    assert set(cells) == {("Network", "alpha"), ("NTK", "alpha")}
+    assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in cells.values())
+    text = (out / "report.md").read_text()
+    assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text
+    assert (out / "figures" / "theorem_3_1_samples.png").is_file()
