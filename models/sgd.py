@@ -221,12 +221,9 @@ class DivergenceGuard:
         Raises:
             FloatingPointError: Naming the step and what was in effect then.
         """
-        if not self.pending:
-            return
-        finite = torch.isfinite(reduce(torch.stack(self.pending))).all(dim=1)  # (n,)
-        self.pending.clear()
-        if not bool(finite.all()):
-            bad = self.first_step + int((~finite).nonzero()[0, 0])
+        found = self.diverged_members(reduce)
+        if found:
+            bad = min(found.values())
             raise FloatingPointError(
                 f"Training diverged: the loss became NaN or infinite at update step {bad} "
                 f"(in effect then: {describe(bad)}). Lower the learning rate (model.lr / lr_w / lr_a) "

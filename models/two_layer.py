@@ -56,20 +56,16 @@ def grid_points(member_values: Mapping[str, list] | None, allowed: tuple[str, ..
     return [{name: values[g] for name, values in member_values.items()} for g in range(size)]
 
 
-def _schedules(
-    lr, lr_w, lr_b, lr_a, weight_decay_w, weight_decay_b, weight_decay_a, noise_std, bias: bool
-) -> dict[str, Schedule]:
+def _schedules(lr, lr_w, lr_b, lr_a, weight_decay_w, weight_decay_b, weight_decay_a, noise_std) -> dict:
     """The rate and decay schedules of each group (``lr_w``, ..., ``weight_decay_a``) and ``noise_std``.
 
-    An unset rate follows ``lr`` (``lr_b`` follows ``lr_w``); a missing one raises only where
-    its group is trained, so this builds the trained groups' rates lazily.
+    An unset rate follows ``lr`` (``lr_b`` follows ``lr_w``); a rate that nothing sets is None,
+    an error only where its group is trained.
     """
 
-    def rate(spec, name: str):
+    def rate(spec, name: str) -> Schedule | None:
         spec = lr if spec is None else spec
-        if spec is None:
-            return _MissingRate(name)
-        return as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
+        return None if spec is None else as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
 
     schedules = {"lr_w": rate(lr_w, "lr_w"), "lr_a": rate(lr_a, "lr_a")}
     schedules["lr_b"] = schedules["lr_w"] if lr_b is None else as_schedule(lr_b, "model.lr_b")
@@ -77,17 +73,6 @@ def _schedules(
         schedules[f"weight_decay_{name}"] = as_schedule(spec, f"model.weight_decay_{name}")
     schedules["noise_std"] = as_schedule(noise_std, "model.noise_std")
     return schedules
-
-
-class _MissingRate:
-    """A rate nobody set: an error as soon as a trained group asks for it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    @property
-    def spec(self):
-        raise ValueError(f"model.{self.name} is missing: set model.lr (both layers) or model.{self.name}.")
 
 
 def member_architecture(network, input_dim: int | None) -> tuple[int, TwoLayerArchitecture]:
@@ -287,7 +272,7 @@ class TwoLayerNet(ScheduledSGDModule):
             noise_std=noise_std,
         )
         # Each point's schedules, built as a run with its values would build them; then combined per group.
-        per_point = [_schedules(**{**shared, **point}, bias=network.bias) for point in points]
+        per_point = [_schedules(**{**shared, **point}) for point in points]
         parameters = {"w": base.w, "b": base.b, "a": base.a}
         trained = {"w": train_first_layer, "b": train_first_layer and network.bias, "a": train_second_layer}
         groups = {}
@@ -297,9 +282,13 @@ class TwoLayerNet(ScheduledSGDModule):
             if not trained[name]:
                 param.requires_grad_(False)
                 continue
+            rates = [schedules[f"lr_{name}"] for schedules in per_point]
+            if None in rates:  # lr_b follows lr_w: a missing one is lr_w's
+                missing = "lr_a" if name == "a" else "lr_w"
+                raise ValueError(f"model.{missing} is missing: set model.lr (both layers) or model.{missing}.")
             groups[name] = (
                 [param],
-                combine_points([schedules[f"lr_{name}"] for schedules in per_point], f"model.lr_{name}"),
+                combine_points(rates, f"model.lr_{name}"),
                 combine_points(
                     [schedules[f"weight_decay_{name}"] for schedules in per_point], f"model.weight_decay_{name}"
                 ),

@@ -229,7 +229,6 @@ def verdict(
 def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build: BuildRun) -> dict:
     """Run one item's ``featlearn compare`` (or say why not): ``{"status", "results", "why", ...}``."""
     scale = plan.scales[args.scale]
-    args.scale_seeds = scale.get("seeds")
     if args.scale in item.skip:
         return {"status": "not run", "why": item.skip[args.scale]}
     folder = out / "items" / item.slug
@@ -246,7 +245,7 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         configs.append(str(overlay))
     argv = [arg for config in configs for arg in ("--config", config)]
     if item.kind == "samples":
-        return run_samples(item, argv, args, folder, build)
+        return run_samples(item, [*argv, "--seeds", str(scale["seeds"])], args, folder, build)
     argv += ["--seeds", str(scale["seeds"]), "--out", str(folder)]
     methods = item.methods or scale.get("methods")
     if methods:
@@ -258,7 +257,6 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
     argv += args.launcher_argv
     if args.overwrite:
         argv.append("--overwrite")
-    start = time.perf_counter()
     try:
         results = compare(argv, build)
     except FileNotFoundError as err:  # real data a user places: say where
@@ -270,7 +268,6 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         "status": "run",
         "results": results,
         "tuned": _tuned_values(folder),
-        "seconds": time.perf_counter() - start,
         "training_seconds": trial_seconds(folder),
         "folder": folder,
     }
@@ -278,11 +275,9 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
 
 def run_samples(item: Item, argv: list[str], args: argparse.Namespace, folder: Path, build: BuildRun) -> dict:
     """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
-    seeds = ["--seeds", str(plan_seeds)] if (plan_seeds := args.scale_seeds) else []
-    argv = [*argv, "--study", str(item.study), "--out", str(folder), *seeds]
+    argv = [*argv, "--study", str(item.study), "--out", str(folder)]
     argv += [str(a) for a in item.arguments.get(args.scale, [])]
     argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
-    start = time.perf_counter()
     study = samples(argv, build)
     results = {method: {"alpha": None if fit is None else [fit["alpha"]]} for method, fit in study["fits"].items()}
     return {
@@ -291,7 +286,6 @@ def run_samples(item: Item, argv: list[str], args: argparse.Namespace, folder: P
         "fits": study["fits"],
         "rows": study["rows"],
         "tuned": {},
-        "seconds": time.perf_counter() - start,
         "training_seconds": trial_seconds(folder),
         "folder": folder,
     }
@@ -618,7 +612,12 @@ def summary_table(out: Path) -> str:
     ``featlearn reproduce --summary DIR`` prints it; the README's block is this text (a test
     compares them), so no number there is copied by hand.
     """
-    content = json.loads((Path(out) / "results.json").read_text())
+    path = Path(out) / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"--summary {str(out)!r} holds no results.json: give the --out folder of a finished featlearn reproduce."
+        )
+    content = json.loads(path.read_text())
     summary, cells = content["summary"], content["cells"]
     lines = [
         f"| {summary['paper']}, scale `{summary['scale']}` | reproduced | differs | not run |",

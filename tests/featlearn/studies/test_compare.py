@@ -269,7 +269,12 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "args, match", [(["--seeds", "0"], "--seeds must be >= 1"), (["--seed", "-1"], "--seed must be >= 0")]
+    "args, match",
+    [
+        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--seed", "-1"], "--seed must be >= 0"),
+        (["--grid-members", "0"], "--grid-members must be >= 1"),
+    ],
 )
 def test_bad_compare_options_are_refused(args, match, capsys):
     with pytest.raises(SystemExit):

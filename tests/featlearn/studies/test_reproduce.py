@@ -113,9 +113,24 @@ def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
     assert json.loads((tmp_path / "plan.json").read_text())["scale"] == "cpu"
 
 
-def test_bad_arguments_name_the_option(tmp_path):
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--paper", "glasgow1999", "--out", "o"], "invalid choice: 'glasgow1999'"),
+        (["--paper", "shi2022", "--out", "o", "--scale", "huge"], "invalid choice: 'huge'"),
+        (["--paper", "shi2022", "--out", "o", "--grid-members", "0"], "--grid-members must be >= 1"),
+        (["--out", "o"], "--paper and --out are required"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_option(args, match, capsys):
     with pytest.raises(SystemExit):
-        reproduce(["--paper", "glasgow1999", "--out", str(tmp_path)], build_cli)
+        reproduce(args, build_cli)
+    assert match in capsys.readouterr().err
+
+
+def test_bad_arguments_name_the_option(tmp_path):
+    with pytest.raises(FileNotFoundError, match="holds no results.json: give the --out folder"):
+        reproduce(["--summary", str(tmp_path)], build_cli)
     with pytest.raises(ValueError, match="--only names \\['E.9'\\]"):
         reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(tmp_path), "--only", "E.9"], build_cli)
 
