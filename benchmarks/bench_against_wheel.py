@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 #: Runs one fit in a fresh process and prints {"seconds", "test_error", "a_sum"} as JSON.
 CHILD = """
@@ -129,7 +131,9 @@ def compare_both(rev: str, experiments: list[str], grid_members: int | None, bas
                 *("--config", str(configs / "experiments" / f"{experiment}.yaml")),
                 *("--methods", str(configs / "compare" / "shi.yaml")),
             ]
-            ours_arguments = ["--config", experiment]
+            # The same methods on both sides: ours runs only those the baseline's methods file has.
+            their_methods = list(yaml.safe_load((configs / "compare" / "shi.yaml").read_text())["methods"])
+            ours_arguments = ["--config", experiment, "--only", *their_methods]
             if grid_members is not None:
                 ours_arguments += ["--grid-members", str(grid_members)]
             ours = time_compare(None, ours_arguments, folder / experiment / "ours", folder)

@@ -393,6 +393,12 @@ def tune_methods(
     the best mean validation accuracy wins, the first in the file's order on a tie. Writes
     ``DIR/tuning.csv`` (every point) and returns method -> ``{"values", "val_acc"}``.
 
+    A tuning trial measures what tuning reads, its final accuracies: it runs without
+    per-step diagnostics (:func:`without_diagnostics`) and without curves, which cost as
+    much as the training itself for the NTK's grid. The chosen values' final run is then a
+    fit of its own, with every curve; its accuracies equal its tuning trial's (diagnostics
+    only read the learner).
+
     Raises:
         ValueError: The data model has no validation set (``data.init_args.val_size: 0``).
     """
@@ -407,8 +413,7 @@ def tune_methods(
                 config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
                 folder = out / "tuning" / method.slug / point
-                # Its curves stay in its folder: the chosen point's fit is the method's final run (compare reuses it).
-                config["trainer"]["logger"] = tensorboard_logger(folder, "tensorboard")
+                without_diagnostics(config)
                 label = f"{method.name} tune {point}"
                 trials.append(Trial(label, folder, config))
                 plan[method.name, point] = (label, None)
@@ -416,7 +421,7 @@ def tune_methods(
         for first in range(0, len(grid), per_fit):
             chunk = grid[first : first + per_fit]
             config = method_config(experiment, method, args.seeds, args.seed, out, build)
-            config["trainer"]["logger"] = False
+            without_diagnostics(config)
             config["model"]["init_args"]["member_values"] = {
                 argument: [values[key] for values in chunk] for argument, key in arguments.items()
             }
@@ -463,13 +468,31 @@ def tune_methods(
         for name, values, mean, std, note in rows:
             chosen = int(tuned[name]["values"] == values)
             writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
-    for method in methods:  # the chosen point's own fit, where it had one: the final run need not repeat it
-        if method.name in tuned:
-            label, block = plan[method.name, _point_name(tuned[method.name]["values"])]
-            trial = next(t for t in trials if t.label == label)
-            if block is None:
-                tuned[method.name]["run"] = (trial, done[label])
     return tuned
+
+
+def without_diagnostics(config: dict) -> None:
+    """Strip a trial's config (in place) to what its result needs: no per-step diagnostics, no curves.
+
+    Drops every :class:`~featlearn.callbacks.DiagnosticCallback` listed under ``trainer.callbacks``
+    or ``trainer.callbacks+`` and the logger. The other callbacks stay (checkpoints, the end-of-fit
+    :class:`~featlearn.callbacks.DegenerateRuns`): none of them changes training.
+    """
+    from featlearn.callbacks import DiagnosticCallback
+
+    trainer = config.setdefault("trainer", {})
+    trainer["logger"] = False
+    for key in ("callbacks", "callbacks+"):
+        if isinstance(trainer.get(key), list):
+            trainer[key] = [
+                entry
+                for entry in trainer[key]
+                if not (
+                    isinstance(entry, dict)
+                    and isinstance(cls := config_class(entry.get("class_path")), type)
+                    and issubclass(cls, DiagnosticCallback)
+                )
+            ]
 
 
 def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] | None:
@@ -649,19 +672,18 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
         write_tables(out, results, experiment_name, args.seeds, skipped, tuned)  # a partial table after each method
         print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
 
-    # A run identical by construction to one made already is not repeated: the tuned point's own fit, or
-    # another method whose config is the same but for its logger (Two Step where the process freezes the
-    # first layer from step 3 anyway).
-    earlier = {same_run_digest(entry["run"][0].config): entry["run"] for entry in tuned.values() if "run" in entry}
+    # A run identical by construction to one made already is not repeated: another method whose config is
+    # the same but for its logger (Two Step where the process freezes the first layer from step 3 anyway).
+    earlier: dict[str, Trial] = {}
     copies: dict[str, tuple[Trial, Path]] = {}  # method -> (the run it repeats, that run's TensorBoard folder)
     unique = []
     for trial in trials:
         key = same_run_digest(trial.config)
         if key in earlier:
-            source, _ = earlier[key]
+            source = earlier[key]
             copies[trial.label] = (source, Path(source.config["trainer"]["logger"]["init_args"]["save_dir"]))
             continue
-        earlier[key] = (trial, None)
+        earlier[key] = trial
         unique.append(trial)
     done = run_trials(unique, build, launcher, overwrite=args.overwrite, changed=changed, log=log, on_result=finished)
     for trial in trials:

@@ -474,7 +474,7 @@ def test_a_network_of_any_kind_gets_its_ntk_column_from_the_lazy_methods_file(tm
     assert "init" not in ntk["init_args"]  # the two-layer learner's arguments did not leak into FC's
 
 
-def test_the_chosen_point_s_own_fit_is_the_method_s_run_and_is_not_repeated(tmp_path, capsys):
+def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equals_its_trial(tmp_path, capsys):
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
     rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 1.0]}}
@@ -486,13 +486,19 @@ def test_the_chosen_point_s_own_fit_is_the_method_s_run_and_is_not_repeated(tmp_
     log = capsys.readouterr().out
     chosen = next(r for r in csv.DictReader(open(out / "tuning.csv")) if r["chosen"] == "1")
     value = chosen["values"].split(": ")[1].rstrip("}")
-    point = json.loads((out / "tuning" / "rf" / value / "result.json").read_text())
-    assert results["RF"] == point["metrics"]  # the chosen point's fit, reused
-    assert "RF: the same run as 'RF tune" in log
+    point_folder = out / "tuning" / "rf" / value
+    point = json.loads((point_folder / "result.json").read_text())
+    trial_config = yaml.safe_load((point_folder / "config.yaml").read_text())["trainer"]
+    assert trial_config["logger"] is False
+    assert not any("HeldOutAccuracy" in c["class_path"] for c in trial_config.get("callbacks+") or [])
+    final = yaml.safe_load((out / "methods" / "rf" / "config.yaml").read_text())["trainer"]
+    assert any("HeldOutAccuracy" in c["class_path"] for c in final["callbacks+"])
+    # the final run, with its diagnostics, trains exactly what the lean trial trained
+    assert results["RF"] == point["metrics"]
     assert "Again: the same run as 'Network'" in log  # the configs differ in their loggers only
     assert results["Again"] == results["Network"]
     times = {r["method"]: float(r["seconds"]) for r in csv.DictReader(open(out / "run_times.csv"))}
-    assert times["RF"] == times["Again"] == 0.0 and times["Network"] > 0
+    assert times["Again"] == 0.0 and times["Network"] > 0 and times["RF"] > 0
     for name in ("rf", "again"):  # their curves are there, for TensorBoard and the report
         events = EventAccumulator(str(out / "tensorboard" / name))
         events.Reload()
