@@ -103,6 +103,10 @@ class DiagnosticCallback(pl.Callback, abc.ABC):
                     found[tag] = entry[tag]
         return {tag: found[tag] for tag in self.result_tags if tag in found}
 
+    def member_results(self) -> dict[str, list]:
+        """Per-member values a study reads at the end of a run (name -> one value per member); none here."""
+        return {}
+
     def connect_data(self, data: Any) -> None:
         """Receive the run's data model; check :attr:`data_requirement` of it.
 

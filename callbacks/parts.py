@@ -40,11 +40,15 @@ class PartAccuracy(DiagnosticCallback):
 
     data_requirement = PartedData
     result_tags = ("parts/original", "parts/injected", "parts/mixture", "parts/reference")
+    state_attributes = ("history", "member_accuracy")
 
     def __init__(self, cadence: str | int = "log", points_per_decade: int = 10, dense_until: int = 0) -> None:
         super().__init__(cadence=cadence, points_per_decade=points_per_decade)
         self.dense_until = check_int("PartAccuracy.dense_until", dense_until, 0)
         self._metrics: dict[str, MulticlassAccuracy] = {}
+        #: Each member's accuracy (%) on each part at the last cadence step: part -> [S], None for a
+        #: member outside the part's group (a reference member on the injected part).
+        self.member_accuracy: dict[str, list[float | None]] = {}
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -61,19 +65,36 @@ class PartAccuracy(DiagnosticCallback):
                 if hasattr(experiment, "add_custom_scalars"):
                     experiment.add_custom_scalars(layout)
 
+    def member_results(self) -> dict[str, list]:
+        """Per member at the last step: ``part_original``, ``part_injected`` and ``part_gap`` (points).
+
+        Accuracies in percent, None for reference members; ``part_gap`` is original minus
+        injected (the paper's claim: the original part is learned better).
+        """
+        original = self.member_accuracy.get("original") or []
+        injected = self.member_accuracy.get("injected") or []
+        gap = [None if o is None or i is None else o - i for o, i in zip(original, injected, strict=True)]
+        return {"part_original": original, "part_injected": injected, "part_gap": gap} if original else {}
+
     def is_due(self, step: int) -> bool:  # noqa: D102
         return step <= self.dense_until or super().is_due(step)
 
     def _accuracy(self, name: str, pl_module, x, y, members: list[int], chunk: int) -> torch.Tensor:
+        """The accuracy of ``members`` together on (x, y); each member's own is kept in :attr:`member_accuracy`."""
         metric = self._metrics[name]
         metric.reset()
         index = torch.tensor(members, device=x.device)
+        correct = torch.zeros(x.shape[0], dtype=torch.float64)  # (S,) per member, for member_results
         for i in range(0, x.shape[1], chunk):
             preds = pl_module.predict_classes(x[:, i : i + chunk].to(pl_module.device))  # (S, b)
+            labels = y[:, i : i + chunk].to(preds.device)
             metric.update(
                 preds.index_select(0, index.to(preds.device)).reshape(-1),
-                y[:, i : i + chunk].to(preds.device).index_select(0, index.to(preds.device)).reshape(-1),
+                labels.index_select(0, index.to(preds.device)).reshape(-1),
             )
+            correct += (preds == labels).sum(dim=1).to("cpu", torch.float64)
+        accuracy = (100.0 * correct / max(x.shape[1], 1)).tolist()
+        self.member_accuracy[name] = [accuracy[s] if s in members else None for s in range(x.shape[0])]
         return metric.compute()
 
     def compute(self, trainer: pl.Trainer, pl_module: pl.LightningModule, step: int) -> dict[str, torch.Tensor]:  # noqa: D102

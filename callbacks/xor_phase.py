@@ -102,6 +102,14 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     ``phase/boundary_step`` (``phase_members/boundary_step_s`` for each member of an
     ensemble) and printed in the run summary at the end of ``fit``.
 
+    **End of the signal-heavy phase.** Lemma 4.4 grows the weakest margin geometrically,
+    gamma_min^(t+1) >= (1 + 2 eta tau g_max) gamma_min^(t), from the small margins that
+    signal finding leaves to a constant, which takes Theta(log log d / eta) steps
+    (Theorem B.1). A member's *margin step* is the first cadence step at which its
+    gamma_min = min_mu y(mu) f(mu) is at least ``margin_target`` (``phase/margin_step``);
+    the signal-heavy phase lasts from the boundary step to it. :meth:`member_results`
+    hands both steps, per member, to a study.
+
     The neurons are the learner's ``first_layer_features()`` and ``output_weights()``;
     for a learner without learned neurons (the NTK baseline) only the margins and the
     test metrics are logged. Metrics are averaged over ensemble members.
@@ -111,6 +119,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         points_per_decade: Density of the log-spaced cadence.
         signal_heavy_ratio: r in the signal-heavy test above (> 0).
         boundary_fraction: q in the phase-boundary rule, in (0, 0.25].
+        margin_target: The gamma_min (> 0) that ends the signal-heavy phase (the margin step).
         quantiles: Quantiles of the per-neuron distributions to log, in [0, 1].
         evaluate_test: Also compute test loss and error at each cadence step.
         pictures_per_decade: How often to draw the neurons (:meth:`draw_neurons`): at
@@ -120,7 +129,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
-    state_attributes = ("history", "boundary_steps", "pictured_steps", "_first_reach")
+    state_attributes = ("history", "boundary_steps", "margin_steps", "last_gamma_min", "pictured_steps", "_first_reach")
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
     def __init__(
@@ -129,6 +138,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         points_per_decade: int = 20,
         signal_heavy_ratio: float = 1.0,
         boundary_fraction: float = 0.1,
+        margin_target: float = 1.0,
         quantiles: tuple[float, ...] = (0.1, 0.5, 0.9),
         evaluate_test: bool = True,
         pictures_per_decade: int = 2,
@@ -154,7 +164,12 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.boundary_fraction = boundary_fraction
         self.quantiles = tuple(quantiles)
         self.evaluate_test = evaluate_test
+        check_number("XORPhaseDiagnostics.margin_target", margin_target, 0.0, strict=True)
+        self.margin_target = margin_target
         self.boundary_steps: list[int | None] = []
+        self.margin_steps: list[int | None] = []
+        #: Each member's gamma_min at the last cadence step.
+        self.last_gamma_min: list[float] = []
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -162,6 +177,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         data.ground_truth().require(("mu_1", "mu_2"), "XORPhaseDiagnostics", type(data).__name__)
         if len(self.boundary_steps) != pl_module.ensemble_size:
             self.boundary_steps = [None] * pl_module.ensemble_size
+        if len(self.margin_steps) != pl_module.ensemble_size:
+            self.margin_steps = [None] * pl_module.ensemble_size
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
         wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
         # Each picture lands on the nearest step the diagnostics run at anyway.
@@ -206,6 +223,12 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         metrics["phase/g_max"] = g.max(dim=1).values.mean()
         for k, name in enumerate(CLUSTERS):
             metrics[f"phase/gamma_{name}"] = gamma[:, k].mean()
+        self.last_gamma_min = gamma.min(dim=1).values.tolist()
+        for s, hit in enumerate((gamma.min(dim=1).values >= self.margin_target).tolist()):
+            if hit and self.margin_steps[s] is None:
+                self.margin_steps[s] = step
+                tag = "phase/margin_step" if gamma.shape[0] == 1 else f"phase_members/margin_step_{s}"
+                metrics[tag] = torch.tensor(float(step))
 
         data = self.data_model
         if self.evaluate_test and data.set_size("test"):
@@ -309,6 +332,17 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         publish_figure(trainer, "phase/neurons", figure, step=step, filename=f"phase_neurons_step{step:06d}.png")
         self.pictured_steps.append(step)
 
+    def member_results(self) -> dict[str, list]:
+        """Per member: ``boundary_step``, ``margin_step`` (None where not reached) and ``final_gamma_min``.
+
+        ``final_gamma_min`` is gamma_min at the last cadence step (the run's last step).
+        """
+        return {
+            "boundary_step": list(self.boundary_steps),
+            "margin_step": list(self.margin_steps),
+            "final_gamma_min": list(self.last_gamma_min),
+        }
+
     def summary(self) -> str:
         """A short text summary of the run's phases (also printed at the end of fit)."""
         last = self.history[-1] if self.history else {}
@@ -317,6 +351,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             f"signal-finding -> signal-heavy boundary step (per member): {steps}",
             f"  rule: every cluster served by >= {self.boundary_fraction:g} of the neurons with "
             f"||w_sig|| >= {self.signal_heavy_ratio:g} (||w_opp|| + ||w_perp||)",
+            "end of the signal-heavy phase, gamma_min >= {:g} (per member): {}".format(
+                self.margin_target, ", ".join("not reached" if m is None else str(m) for m in self.margin_steps)
+            ),
         ]
         if last:
             parts = [

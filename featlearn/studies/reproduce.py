@@ -60,7 +60,8 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import resolve_config
-from featlearn.studies.compare import MethodNotApplicable, compare, summarize
+from featlearn.studies.compare import Method, MethodNotApplicable, compare, summarize
+from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun, Launcher, load_yaml
 
@@ -73,11 +74,21 @@ COLUMNS = (
     ("test", "test_acc", "Test Acc (%)", 2),
     ("cos", "cos_similarity", "Cos Similarity", 3),
     ("centres", "centre_coverage", "Centres found", 3),
+    ("original", "part_original", "Original part (%)", 2),
+    ("injected", "part_injected", "Injected part (%)", 2),
+    ("gap", "part_gap", "Original - injected (points)", 2),
     ("alpha", "alpha", "Exponent alpha (n* ~ d^alpha)", 2),
+    ("boundary", "boundary_step", "Signal finding ends (step)", 1),
+    ("margin", "margin_step", "gamma_min >= 1 (step)", 1),
+    ("gamma", "final_gamma_min", "gamma_min at the end", 3),
+    ("exp_log", "log_exponent", "Exponent of L(d)", 2),
+    ("exp_eta", "eta_exponent", "Exponent of eta", 2),
 )
 #: Item kinds: what command an item runs.
-KINDS = ("compare", "samples")
+KINDS = ("compare", "samples", "phases")
 VERDICTS = ("reproduced", "differs", "not run")
+#: What a paper's value is to featlearn's: equal within the tolerance, or a bound (above or below it).
+RELATIONS = ("=", "<", ">")
 
 
 # ---------------------------------------------------------------------- the plan
@@ -91,7 +102,8 @@ class Item:
     #: The paper's setting (the ``setting`` column of its table file); None: no numbers to compare.
     setting: str | None = None
     methods: str | None = None
-    only: list[str] | None = None
+    #: compare's ``--only``: a list, or scale -> list.
+    only: list[str] | dict[str, list[str]] | None = None
     #: The paper's figures this item's pictures correspond to.
     figures: str = ""
     #: scale -> overrides of the experiment (a mapping in the config's shape); a scale not named runs as is.
@@ -100,7 +112,8 @@ class Item:
     skip: dict[str, str] = field(default_factory=dict)
     #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
     needs_files: bool = False
-    #: ``compare`` (a table of methods) or ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`).
+    #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`) or
+    #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`).
     kind: str = "compare"
     #: A ``samples`` item's study file (a shipped name or a path).
     study: str | None = None
@@ -170,6 +183,26 @@ def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
     return table
 
 
+def column_relation(relation: str, column: str) -> tuple[str, str | None]:
+    """What a paper row's ``relation`` says of one column: (``=`` or ``<``, a method to compare with, or None).
+
+    ``relation`` is ``=`` or ``<`` for every column of the row, or per column,
+    ``"test: =; boundary: = Network"``: a column not named is ``=``; a relation followed by a
+    method's name compares the column with that method's featlearn mean in the same item
+    (a check of one run against another, as Remark 2.1's rotated run against the Network).
+    """
+    relation = (relation or "=").strip()
+    if ":" in relation:
+        parts = dict(part.split(":", 1) for part in relation.split(";") if part.strip())
+        relation = next((v for k, v in parts.items() if k.strip() == column), "=").strip()
+    op, reference = relation[:1], relation[1:].strip() or None
+    if op not in RELATIONS:
+        raise ValueError(
+            f"A paper table's relation must be one of {RELATIONS} (then a method, optionally), got {relation!r}."
+        )
+    return op, reference
+
+
 def judgement_rules(paper: str) -> dict:
     """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
     return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
@@ -193,8 +226,9 @@ def verdict(
     """The verdict of one cell; None where the paper gives no value.
 
     ``relation`` is what the paper states: ``=`` (a measured value; reproduced within the
-    tolerance) or ``<`` (a strict bound, as a theorem's exponent: reproduced when featlearn's
-    mean plus ``std_multiple`` x its std stays below it; the absolute tolerance is for values).
+    tolerance), ``<`` (a strict bound, as a theorem's exponent: reproduced when featlearn's
+    mean plus ``std_multiple`` x its std stays below it; the absolute tolerance is for values)
+    or ``>`` (the same from above: a claim that one accuracy ends above another).
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "category", "reason"}``.
@@ -209,12 +243,15 @@ def verdict(
     allowed = max(tolerance["absolute"], tolerance["std_multiple"] * (std or 0.0))
     gap = mean - paper_value
     cell.update(gap=gap, allowed=allowed)
-    if relation not in ("=", "<"):
-        raise ValueError(f"The paper table's relation must be '=' or '<', got {relation!r} ({setting}, {method}).")
-    if relation == "<":
+    if relation not in RELATIONS:
+        raise ValueError(
+            f"The paper table's relation must be one of {RELATIONS}, got {relation!r} ({setting}, {method})."
+        )
+    if relation != "=":  # a bound: the seeds' spread is the only slack
         allowed = tolerance["std_multiple"] * (std or 0.0)
         cell["allowed"] = allowed
-    if (abs(gap) <= allowed) if relation == "=" else (mean + allowed < paper_value):
+    held = {"=": abs(gap) <= allowed, "<": mean + allowed < paper_value, ">": mean - allowed > paper_value}
+    if held[relation]:
         return {**cell, "verdict": "reproduced"}
     for known in rules.get("reasons") or []:
         if all(
@@ -250,8 +287,9 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
     methods = item.methods or scale.get("methods")
     if methods:
         argv += ["--methods", methods]
-    if item.only:
-        argv += ["--only", *item.only]
+    only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
+    if only:
+        argv += ["--only", *only]
     if args.grid_members is not None:
         argv += ["--grid-members", str(args.grid_members)]
     argv += args.launcher_argv
@@ -264,6 +302,18 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         return {"status": "not run", "why": f"{err}{then}"}
     except MethodNotApplicable as err:
         return {"status": "not run", "why": str(err)}
+    if item.kind == "phases":
+        settings = phase_settings(folder, results, lambda name: Method(name).slug)
+        cells, fits = phase_results(settings)
+        return {
+            "status": "run",
+            "results": cells,
+            "settings": settings,
+            "fits": fits,
+            "tuned": {},
+            "training_seconds": trial_seconds(folder),
+            "folder": folder,
+        }
     return {
         "status": "run",
         "results": results,
@@ -339,8 +389,8 @@ def trial_seconds(folder: Path) -> float:
 
 
 # ---------------------------------------------------------------------- figures
-def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
-    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None."""
+def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
+    """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     curves = {}
@@ -350,10 +400,33 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
             continue
         events = EventAccumulator(str(run), size_guidance={"scalars": 0})
         events.Reload()
-        if "heldout/test_acc" in events.Tags().get("scalars", []):
-            points = events.Scalars("heldout/test_acc")
-            curves[method] = ([p.step for p in points], [100.0 * p.value for p in points])
-    if not curves:
+        if tag in events.Tags().get("scalars", []):
+            points = events.Scalars(tag)
+            curves[method] = ([p.step for p in points], [p.value for p in points])
+    return curves
+
+
+def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
+    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None.
+
+    Where the runs log a mixture's parts (``parts/original``, ``parts/injected``: Shi et al.'s
+    Figures 4 and 22-25), each method's two parts are drawn instead, the original solid and
+    the injected dashed, in the method's colour.
+    """
+    parts = {name: logged_curves(folder, methods, f"parts/{name}") for name in ("original", "injected")}
+    if parts["original"]:
+        lines = [
+            (f"{method}: {name} part", curve, "-" if name == "original" else "--", colour)
+            for colour, method in enumerate(parts["original"])
+            for name in ("original", "injected")
+            if (curve := parts[name].get(method))
+        ]
+    else:
+        lines = [
+            (method, curve, "--" if "w/o structure" in method else "-", None)
+            for method, curve in logged_curves(folder, methods, "heldout/test_acc").items()
+        ]
+    if not lines:
         return None
     import matplotlib
 
@@ -361,15 +434,17 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
-    for method, (steps, accuracy) in curves.items():
-        style = "--" if "w/o structure" in method else "-"
-        axis.plot([max(s, 1) for s in steps], accuracy, style, marker=".", label=method)
+    for label, (steps, accuracy), style, colour in lines:
+        axis.plot(
+            [max(s, 1) for s in steps], [100.0 * a for a in accuracy], style, marker=".", label=label,
+            color=None if colour is None else f"C{colour}",
+        )
     axis.set_xscale("log")
     axis.set_xlabel("update step")
     axis.set_ylabel("test accuracy (%), mean over seeds")
     axis.set_title(title, fontsize=10)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
+    axis.legend(fontsize=6 if len(lines) > 8 else 7)
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=90)
@@ -378,9 +453,14 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
 
 
 def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
-    """The MDS pictures of the network's neurons the Network run drew (``mds_step*.png``), copied to ``target``."""
+    """The pictures of the neurons the Network run drew, copied to ``target``.
+
+    Shi et al.'s MDS pictures (``mds_step*.png``) and Glasgow's signal-plane pictures
+    (``phase_neurons_step*.png``), in step order.
+    """
     run = folder / "tensorboard" / "network"
-    pictures = sorted(run.glob("mds_step*.png"), key=lambda p: int(re.findall(r"\d+", p.stem)[-1]))
+    drawn = [*run.glob("mds_step*.png"), *run.glob("phase_neurons_step*.png")]
+    pictures = sorted(drawn, key=lambda p: (p.stem.split("_step")[0], int(re.findall(r"\d+", p.stem)[-1])))
     copied = []
     for picture in pictures:
         destination = target / f"{slug}_{picture.name}"
@@ -398,16 +478,21 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
         outcome = outcomes[item.id]
         paper_methods = [m for (setting, m) in numbers if setting == item.setting]
         methods = list(outcome.get("results") or {}) or paper_methods
+        results = outcome.get("results") or {}
         for method in dict.fromkeys(methods + paper_methods):
-            values = (outcome.get("results") or {}).get(method, {})
+            values = results.get(method, {})
+            row = numbers.get((item.setting, method), {})
             for column, metric, _, _ in COLUMNS:
-                paper_value = numbers.get((item.setting, method), {}).get(column)
-                relation = numbers.get((item.setting, method), {}).get("relation", "=")
-                measured = values.get(metric)
-                if paper_value is None and not measured:
+                relation, reference = column_relation(row.get("relation", "="), column)
+                paper_value = row.get(column)
+                if reference is not None:  # judged against another method's mean in this item
+                    paper_value, _, _ = summarize(_reached((results.get(reference) or {}).get(metric)))
+                raw = values.get(metric)
+                measured = _reached(raw)
+                if paper_value is None and not measured and not raw:
                     continue
                 cell = {"item": item.id, "setting": item.setting or "", "method": method, "metric": column}
-                cell["relation"] = relation
+                cell.update(relation=relation, reference=reference, unreached=len(raw or []) - len(measured or []))
                 if outcome["status"] != "run":
                     judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
@@ -423,6 +508,11 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
                 cells.append(cell)
     return cells
+
+
+def _reached(values: list | None) -> list[float] | None:
+    """The seeds' values without those a run did not reach (None: a phase that never ended)."""
+    return None if values is None else [v for v in values if v is not None]
 
 
 def _format(value: float | None, decimals: int) -> str:
@@ -457,8 +547,12 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 continue
             decimals = _decimals(metric)
             ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
-            bound = "< " if cell.get("relation") == "<" else ""
-            paper = "" if cell["paper"] is None else f" (paper {bound}{_format(cell['paper'], decimals)})"
+            if cell.get("unreached"):
+                ours = ("not reached" if cell["mean"] is None else ours) + f" ({cell['unreached']} seed(s) not reached)"
+            bound = {"<": "< ", ">": "> "}.get(cell.get("relation"), "")
+            value = _format(cell["paper"], decimals)
+            against = f"{bound}{cell['reference']}'s {value}" if cell.get("reference") else f"paper {bound}{value}"
+            paper = "" if cell["paper"] is None else f" ({against})"
             cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
             if cell["verdict"] == "differs":
                 notes.append(f"- {method}, {metric}: differs: {cell['category']}. {cell['reason']}")
@@ -509,10 +603,15 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             f"- {column}: reproduced when |featlearn mean - paper| <= max({tolerance['absolute']}, "
             f"{tolerance['std_multiple']} x std over seeds)"
         )
-    if any(c.get("relation") == "<" for c in cells):
+    if any(c.get("relation") in ("<", ">") for c in cells):
         md.append(
-            "- a bound (paper `< v`, a theorem's rate): reproduced when featlearn's mean plus std_multiple x its "
-            "std is below v"
+            "- a bound (paper `< v` or `> v`: a theorem's rate, a claim that one curve ends above another): "
+            "reproduced when featlearn's mean plus (minus) std_multiple x its std is below (above) v"
+        )
+    if any(c.get("reference") for c in cells):
+        md.append(
+            "- a cell beside a method's name in place of \"paper\" is judged against that method's featlearn "
+            "mean in the same item (e.g. a rotated run against the Network)"
         )
     md.append(f"- the reasons for known differences: `featlearn/papers/{plan.paper}.yaml`")
     figures: dict[str, list[Path]] = {}
@@ -524,14 +623,16 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         if outcome["status"] != "run":
             md += [f"**Not run**: {outcome['why']}", ""]
         else:
-            md.append(
-                f"`featlearn {item.kind}` in `items/{item.slug}/` ({outcome['training_seconds']:.0f} s of training)."
-            )
+            command = "compare" if item.kind == "phases" else item.kind  # a phases item is a compare, fitted
+            seconds = outcome["training_seconds"]
+            md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
         rows = [c for c in cells if c["item"] == item.id]
         md += item_table(rows, outcome["status"] == "run")
         if outcome["status"] == "run" and item.kind == "samples":
             md += ["", *sample_complexity_lines(outcome)]
+        if outcome["status"] == "run" and item.kind == "phases":
+            md += ["", *phase_lines(outcome["settings"], outcome["fits"])]
         tuned = outcome.get("tuned") or {}
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
@@ -542,6 +643,10 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             plot.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(outcome["folder"] / "samples.png", plot)
             pictures = [plot]
+        elif outcome["status"] == "run" and item.kind == "phases":
+            title = f"{item.id}: each phase's length x eta against its rate's L(d)"
+            plot = phase_plot(outcome["settings"], out / "figures" / f"{item.slug}_phases.png", title)
+            pictures = [plot] if plot else []
         elif outcome["status"] == "run":
             curve = accuracy_curves(
                 outcome["folder"],

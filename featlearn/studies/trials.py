@@ -207,7 +207,9 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
         value per member (per seed; a grid ensemble's G K members point by point), accuracies
         in percent, ``degenerate`` from the run's :class:`~featlearn.callbacks.DegenerateRuns`
         (None without one), and ``"diverged_members": {member: step}`` where members of a grid
-        ensemble diverged.
+        ensemble diverged; plus each diagnostic's per-member values
+        (:meth:`~featlearn.callbacks.DiagnosticCallback.member_results`, e.g.
+        ``boundary_step`` and ``margin_step`` of ``XORPhaseDiagnostics``).
 
     Raises:
         RuntimeError: Training stopped before ``trainer.max_steps``.
@@ -215,7 +217,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     """
     import torch
 
-    from featlearn.callbacks import DegenerateRuns
+    from featlearn.callbacks import DegenerateRuns, DiagnosticCallback
     from featlearn.callbacks.alignment import COVERAGE_THRESHOLD, centre_coverage, feature_alignment
 
     argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
@@ -249,6 +251,9 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     diverged = getattr(model, "diverged_members", None)
     if diverged:
         result["diverged_members"] = {str(member): int(step) for member, step in diverged.items()}
+    for callback in trainer.callbacks:  # per-member values of diagnostics (e.g. Glasgow's phase steps)
+        if isinstance(callback, DiagnosticCallback):
+            result.update(callback.member_results())
     checks = [callback for callback in trainer.callbacks if isinstance(callback, DegenerateRuns)]
     result["degenerate"] = checks[0].degenerate if checks else None
     features = model.first_layer_features()  # (S, p, d), None for the NTK: the same answer FeatureAlignment gets

@@ -32,6 +32,15 @@ def test_the_part_accuracies_are_the_members_arg_max_accuracies_on_each_part(fit
     assert last["parts/injected"] == pytest.approx(brute_force(model, *parts["injected"], [0, 1]), abs=1e-6)
     assert last["parts/mixture"] == pytest.approx(brute_force(model, *mixture, [0, 1]), abs=1e-6)
     assert last["parts/reference"] == pytest.approx(brute_force(model, *parts["original"], [2]), abs=1e-6)
+    # per member, in percent, what a study reads (compare's part_* metrics); None for the reference member
+    results = callback.member_results()
+    for s in (0, 1):
+        original = 100 * brute_force(model, *parts["original"], [s])
+        injected = 100 * brute_force(model, *parts["injected"], [s])
+        assert results["part_original"][s] == pytest.approx(original, abs=1e-4)
+        assert results["part_injected"][s] == pytest.approx(injected, abs=1e-4)
+        assert results["part_gap"][s] == pytest.approx(original - injected, abs=1e-4)
+    assert results["part_original"][2] is None and results["part_gap"][2] is None
 
 
 def test_without_reference_members_there_is_no_reference_curve(fit):

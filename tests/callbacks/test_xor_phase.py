@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from featlearn.callbacks import XORPhaseDiagnostics, log_spaced_steps
-from featlearn.callbacks.xor_phase import cluster_coverage, neuron_components, signal_heavy
+from featlearn.callbacks.xor_phase import cluster_coverage, cluster_points, neuron_components, signal_heavy
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 
@@ -106,6 +106,34 @@ def test_phase_boundary_is_detected_on_a_learnable_run(fit):
     assert f"boundary step (per member): {boundary}" in cb.summary()
 
 
+def test_margin_step_ends_the_signal_heavy_phase_after_the_boundary_per_member(fit):
+    dm = BooleanXOR(dim=16, batch_size=512, test_size=500, ensemble_size=2)
+    model = TwoLayerNet(16, **grouped(64, lr=0.3, init_scale=0.3, seed=0), ensemble_size=2)
+    cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
+    fit(model, dm, 200, callbacks=[cb])
+    results = cb.member_results()
+    assert set(results) == {"boundary_step", "margin_step", "final_gamma_min"}
+    by_step = {h["step"]: h for h in cb.history}
+    for s, (boundary, margin) in enumerate(zip(results["boundary_step"], results["margin_step"], strict=True)):
+        assert boundary is not None and margin is not None and boundary < margin < 200
+        assert f"phase_members/margin_step_{s}" in by_step[margin]
+    # the last margins, computed directly from the trained members (the last step is a cadence step)
+    points, labels = cluster_points(dm.ground_truth().mu_1, dm.ground_truth().mu_2)
+    with torch.no_grad():
+        gamma_min = (labels * model.scores(points)).min(dim=1).values  # (S,)
+    assert results["final_gamma_min"] == pytest.approx(gamma_min.tolist(), rel=1e-5)
+    assert min(results["final_gamma_min"]) > 1.0
+    assert "end of the signal-heavy phase, gamma_min >= 1" in cb.summary()
+
+
+def test_a_margin_out_of_reach_is_none(fit):
+    dm = BooleanXOR(dim=16, batch_size=64, test_size=200)
+    cb = XORPhaseDiagnostics(margin_target=1e6, pictures_per_decade=0)
+    fit(TwoLayerNet(16, **grouped(16, lr=0.1, init_scale=0.3, seed=0)), dm, 5, callbacks=[cb])
+    assert cb.member_results()["margin_step"] == [None]
+    assert "not reached" in cb.summary()
+
+
 def test_callback_refuses_a_data_model_without_xor_ground_truth(fit):
     from featlearn.datamodules import SyntheticDataModule
 
@@ -127,6 +155,8 @@ def test_bad_callback_arguments():
         XORPhaseDiagnostics(boundary_fraction=0.5)
     with pytest.raises(ValueError, match="signal_heavy_ratio"):
         XORPhaseDiagnostics(signal_heavy_ratio=-1)
+    with pytest.raises(ValueError, match="margin_target"):
+        XORPhaseDiagnostics(margin_target=0)
 
 
 def test_a_learner_without_neurons_gets_margins_but_no_neuron_metrics(fit):

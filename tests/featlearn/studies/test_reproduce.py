@@ -5,19 +5,27 @@ from __future__ import annotations
 import csv
 import html.parser
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import load_methods
+from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.reproduce import (
     SCALES,
     VERDICTS,
+    Item,
+    Plan,
     check_plan_record,
+    collect_cells,
+    column_relation,
+    item_table,
     judgement_rules,
     load_plan,
     markdown_to_html,
@@ -58,16 +66,98 @@ def test_a_bound_is_reproduced_when_the_measured_value_stays_below_it():
     assert verdict(2.0, [2.1], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # no slack
     assert verdict(2.0, [1.9, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # + 2 std
     assert verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "=")["verdict"] == "reproduced"  # within 0.5
+    parts = {"tolerances": {"gap": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": []}
+    assert verdict(0.0, [20.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "reproduced"  # 25 - 14 > 0
+    assert verdict(0.0, [1.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "differs"  # 15.5 - 29 < 0
     with pytest.raises(ValueError, match="relation must be"):
-        verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, ">")
+        verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "~")
 
 
-def test_the_glasgow_plan_measures_theorem_3_1_against_the_rates_the_paper_states():
+def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_against_what_the_paper_states():
     plan = load_plan("glasgow2023")
     numbers = paper_numbers("glasgow2023")
-    assert [item.kind for item in plan.items] == ["samples"]
+    assert [item.kind for item in plan.items] == ["samples", "phases", "compare"]
     assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
-    assert set(judgement_rules("glasgow2023")["tolerances"]) == {"alpha"}
+    assert set(judgement_rules("glasgow2023")["tolerances"]) == {
+        "alpha", "exp_log", "exp_eta", "boundary", "margin", "gamma", "test"
+    }  # fmt: skip
+    phases, remarks = plan.items[1], plan.items[2]
+    settings = {m.name for m in load_methods(resolve_config(phases.methods))}
+    for scale in SCALES:  # every scale's settings exist, with two d and two eta at least (the fit needs them)
+        assert set(phases.only[scale]) <= settings and len(phases.only[scale]) >= 4
+    for name in PHASES.values():
+        assert numbers["Phases", name[0]]["exp_log"] == 1.0 and numbers["Phases", name[0]]["exp_eta"] == -1.0
+    remark_methods = {m.name for m in load_methods(resolve_config(remarks.methods))}
+    assert {method for setting, method in numbers if setting == "Remarks"} == remark_methods
+    rotated = numbers["Remarks", "Network (rotated basis)"]["relation"]
+    assert column_relation(rotated, "margin") == ("=", "Network") and column_relation(rotated, "test") == ("=", None)
+
+
+def test_every_phase_setting_follows_theorem_3_1_s_recipe():
+    for method in load_methods(resolve_config("compare/glasgow_phases")):
+        data, model = method.overrides["data"]["init_args"], method.overrides["model"]["init_args"]
+        d, theta = data["dim"], model["init"]["scale"]
+        assert theta == pytest.approx(1 / math.log(d), abs=1e-4), method.name
+        assert data["batch_size"] >= d / theta and data["batch_size"] < 2 * d / theta  # the power of 2 above d/theta
+        factor = {"theta/2": 0.5, "theta": 1.0, "2 theta": 2.0}[method.name.split("eta=")[1]]
+        assert model["lr"] == pytest.approx(factor * theta, abs=1e-4), method.name
+        assert method.name.startswith(f"d={d}, ")
+        steps = method.overrides["trainer"]["max_steps"]
+        assert steps >= (3 * math.log(d) + 8 * math.log(math.log(d))) / model["lr"] - 1
+
+
+def test_a_relation_per_column_may_name_a_method_to_compare_with():
+    assert column_relation("<", "alpha") == ("<", None)
+    assert column_relation("test: =; gamma: < Network", "gamma") == ("<", "Network")
+    assert column_relation("test: =; gamma: < Network", "cos") == ("=", None)  # not named: "="
+    with pytest.raises(ValueError, match="relation must be"):
+        column_relation("gamma: ~ Network", "gamma")
+
+
+def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
+    item = Item(id="R", title="R", configs=[], setting="S")
+    plan = Plan("p", "t", {}, [item], "")
+    results = {
+        "A": {"margin_step": [50, 52], "final_gamma_min": [6.0, 6.2]},
+        "B": {"margin_step": [51, 53], "final_gamma_min": [6.1, 6.1]},
+        "C": {"margin_step": [None, None], "final_gamma_min": [0.4, 0.5]},
+    }
+    numbers = {
+        ("S", "B"): {"relation": "margin: = A; gamma: = A"},
+        ("S", "C"): {"relation": "gamma: < A"},
+    }
+    rules = {"tolerances": {"margin": {"absolute": 5.0, "std_multiple": 2.0},
+                            "gamma": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}  # fmt: skip
+    cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
+    by = {(c["method"], c["metric"]): c for c in cells}
+    assert by["B", "margin"]["paper"] == 51.0 and by["B", "margin"]["verdict"] == "reproduced"
+    assert by["B", "margin"]["reference"] == "A"
+    assert by["C", "gamma"]["verdict"] == "reproduced" and by["C", "gamma"]["relation"] == "<"
+    assert by["C", "margin"]["mean"] is None and by["C", "margin"]["unreached"] == 2
+    assert by["A", "margin"]["verdict"] == ""  # no number to compare with
+    table = "\n".join(item_table(cells, True))
+    assert "(A's 51.0)" in table and "(< A's 6.100)" in table and "not reached (2 seed(s) not reached)" in table
+
+
+def test_phase_lengths_that_follow_the_rates_fit_to_exponents_1_and_minus_1():
+    rows = []
+    generator = np.random.default_rng(0)
+    for d in (32, 128, 512):
+        for eta in (0.1, 0.2, 0.4):
+            t1 = 1.7 * math.log(d) / eta * np.exp(generator.normal(0, 0.02, 4))
+            t2 = 4.7 * math.log(math.log(d)) / eta * np.exp(generator.normal(0, 0.02, 4))
+            rows.append({"method": f"d={d}, eta={eta}", "d": d, "eta": eta, "steps": 999, "seeds": 4,
+                         "signal_finding": t1.tolist(), "signal_heavy": t2.tolist()})  # fmt: skip
+    for phase, constant in (("signal_finding", 1.7), ("signal_heavy", 4.7)):
+        fit = fit_phase(rows, phase, resamples=200)
+        assert fit["log_exponent"] == pytest.approx(1.0, abs=0.1) and fit["eta_exponent"] == pytest.approx(-1, abs=0.05)
+        assert fit["log_exponent_low"] < fit["log_exponent"] < fit["log_exponent_high"]
+        assert fit["constant"] == pytest.approx(constant, rel=0.1) and fit["points"] == 9
+    rows[0]["signal_heavy"] = rows[0]["signal_heavy"][:3]  # a seed that never ended the phase: the setting drops
+    assert fit_phase(rows, "signal_heavy")["left_out"] == [rows[0]["method"]]
+    assert fit_phase(rows[:3], "signal_finding") is None  # one d: nothing to fit
+    lines = "\n".join(phase_lines(rows, {"signal_finding": fit_phase(rows, "signal_finding"), "signal_heavy": None}))
+    assert "(3 of 4 seeds)" in lines and "fewer than four settings" in lines
 
 
 def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_methods_files_have():
@@ -77,15 +167,15 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
         plan = load_plan("shi2022")
         assert all(item.kind == "compare" for item in plan.items)
         assert plan.scales[scale]["seeds"] >= 1
-        methods = {m.name for m in load_methods(resolve_config(plan.scales[scale]["methods"]))}
         for item in plan.items:
+            methods = {m.name for m in load_methods(resolve_config(item.methods or plan.scales[scale]["methods"]))}
             assert item.setting is None or item.setting in settings, item.id
             assert set(item.only or []) <= methods, item.id
             paper_methods = {method for setting, method in numbers if setting == item.setting}
             if item.only is None:  # Tables 1-5: every method of the paper's row runs
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
-    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres"}
+    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres", "original", "injected", "gap"}
     assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
                                  "a featlearn limitation"} for r in rules["reasons"])  # fmt: skip
 

@@ -1,0 +1,213 @@
+r"""The lengths of Glasgow's (2023) two phases as d and eta vary, fitted to the paper's rates.
+
+A ``phases`` item of the reproduction report is a ``featlearn compare`` whose methods are
+Theorem 3.1's recipe at several input dimensions d and step sizes eta
+(``compare/glasgow_phases``). Each run's ``XORPhaseDiagnostics`` gives, per member (seed),
+
+* the *boundary step* T_1: the end of signal finding, which Lemma 4.1 puts at
+  Theta(log d / eta) steps;
+* the *margin step*: the weakest cluster's margin reaches 1; the signal-heavy phase lasts
+  T_2 = margin step - T_1, which Theorem B.1 puts at Theta(log log d / eta) steps.
+
+A rate T = Theta(L(d) / eta) is checked by fitting, over every (d, eta) setting,
+
+.. math::
+
+    \log \bar T = c + \beta_L \log L(d) + \beta_\eta \log \eta ,
+
+with :math:`\bar T` the geometric mean over seeds, L = log d for T_1 and log log d for
+T_2; the paper's rates are :math:`\beta_L = 1, \beta_\eta = -1`. The 95% intervals
+resample the seeds of every setting (a bootstrap, 2000 draws, fixed seed).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+#: The two phases: key -> (what the report calls it, the paper's rate, L(d), the result
+#: metric a member's length comes from).
+PHASES = {
+    "signal_finding": ("Signal finding, T_1 (Lemma 4.1)", "log d / eta", lambda d: math.log(d)),
+    "signal_heavy": ("Signal-heavy phase, T_2 (Theorem B.1)", "log log d / eta", lambda d: math.log(math.log(d))),
+}
+
+
+def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
+    """Each method's setting and its members' phase lengths.
+
+    Args:
+        folder: The item's ``featlearn compare`` folder (each method's config in
+            ``methods/<slug>/config.yaml``).
+        results: compare's results: method -> metrics with ``boundary_step`` and ``margin_step``
+            lists (one entry per seed; None where the run did not reach it).
+        slug: A method name's folder name (compare's).
+
+    Returns:
+        One dict per method: ``method``, ``d``, ``eta``, ``signal_finding`` (T_1 per seed that
+        reached it), ``signal_heavy`` (T_2 per seed that reached both), ``seeds``.
+    """
+    rows = []
+    for method, metrics in results.items():
+        config = yaml.safe_load((folder / "methods" / slug(method) / "config.yaml").read_text())
+        init_args = config["model"]["init_args"]
+        eta = init_args.get("lr_w", init_args.get("lr"))
+        boundary = metrics.get("boundary_step") or []
+        margin = metrics.get("margin_step") or []
+        rows.append(
+            {
+                "method": method,
+                "d": int(config["data"]["init_args"]["dim"]),
+                "eta": float(eta),
+                "steps": int(config["trainer"]["max_steps"]),
+                "seeds": len(boundary),
+                "signal_finding": [float(b) for b in boundary if b is not None],
+                "signal_heavy": [
+                    float(m - b) for b, m in zip(boundary, margin, strict=True) if b is not None and m is not None
+                ],
+            }
+        )
+    return rows
+
+
+def _least_squares(rows: list[dict], lengths: list[np.ndarray], rate) -> np.ndarray:
+    """(c, beta_L, beta_eta) of log mean-log-T on [1, log L(d), log eta]."""
+    design = np.array([[1.0, math.log(rate(r["d"])), math.log(r["eta"])] for r in rows])
+    target = np.array([np.log(t).mean() for t in lengths])
+    return np.linalg.lstsq(design, target, rcond=None)[0]
+
+
+def fit_phase(rows: list[dict], phase: str, resamples: int = 2000, seed: int = 0) -> dict | None:
+    """Fit one phase's rate over the settings where every seed measured it.
+
+    Returns:
+        ``{"log_exponent", "eta_exponent", "constant", "*_low", "*_high" (95% bootstrap),
+        "points", "left_out"}``, or None with fewer than four usable settings (three
+        coefficients need more points than that to say anything).
+    """
+    _, _, rate = PHASES[phase]
+    usable = [r for r in rows if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    if len(usable) < 4 or len({r["d"] for r in usable}) < 2 or len({r["eta"] for r in usable}) < 2:
+        return None
+    lengths = [np.array(r[phase]) for r in usable]
+    constant, log_exponent, eta_exponent = _least_squares(usable, lengths, rate)
+    generator = np.random.default_rng(seed)
+    draws = np.array(
+        [
+            _least_squares(usable, [t[generator.integers(0, len(t), len(t))] for t in lengths], rate)
+            for _ in range(resamples)
+        ]
+    )
+    low, high = np.percentile(draws, [2.5, 97.5], axis=0)
+    return {
+        "constant": float(np.exp(constant)),
+        "log_exponent": float(log_exponent),
+        "log_exponent_low": float(low[1]),
+        "log_exponent_high": float(high[1]),
+        "eta_exponent": float(eta_exponent),
+        "eta_exponent_low": float(low[2]),
+        "eta_exponent_high": float(high[2]),
+        "points": len(usable),
+        "left_out": [r["method"] for r in rows if r not in usable],
+    }
+
+
+def phase_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dict | None]]:
+    """The report's cells (phase name -> {metric: [value]}) and the fits by phase key."""
+    fits = {phase: fit_phase(rows, phase) for phase in PHASES}
+    results = {}
+    for phase, fit in fits.items():
+        name = PHASES[phase][0]
+        results[name] = {
+            "log_exponent": None if fit is None else [fit["log_exponent"]],
+            "eta_exponent": None if fit is None else [fit["eta_exponent"]],
+        }
+    return results, fits
+
+
+def phase_lines(rows: list[dict], fits: dict[str, dict | None]) -> list[str]:
+    """Markdown: every setting's phase lengths against the rates, then the fits with their intervals."""
+
+    def cell(values: list[float], seeds: int) -> str:
+        if not values:
+            return "not reached"
+        mean = sum(values) / len(values)
+        text = f"{mean:.1f}" + (f" ± {np.std(values, ddof=1):.1f}" if len(values) > 1 else "")
+        return text + ("" if len(values) == seeds else f" ({len(values)} of {seeds} seeds)")
+
+    lines = [
+        "Each setting: mean ± std over seeds of the phase lengths, and each divided by its rate (a ratio that "
+        "stays flat across d and eta is that rate).",
+        "",
+        "| Setting | d | eta | steps run | T_1 | T_1 eta / log d | T_2 | T_2 eta / log log d |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t1, t2 = r["signal_finding"], r["signal_heavy"]
+        ratio1 = f"{np.mean(t1) * r['eta'] / math.log(r['d']):.2f}" if t1 else ""
+        ratio2 = f"{np.mean(t2) * r['eta'] / math.log(math.log(r['d'])):.2f}" if t2 else ""
+        lines.append(
+            f"| {r['method']} | {r['d']} | {r['eta']:.4g} | {r['steps']} | {cell(t1, r['seeds'])} | {ratio1} "
+            f"| {cell(t2, r['seeds'])} | {ratio2} |"
+        )
+    lines += [
+        "",
+        "Fits of log T = c + beta_L log L(d) + beta_eta log eta over the settings (geometric means over seeds; "
+        "95% bootstrap intervals over seeds). The paper's rates: beta_L = 1, beta_eta = -1.",
+        "",
+        "| Phase | rate | beta_L | 95% interval | beta_eta | 95% interval | settings |",
+        "|---|---|---:|---|---:|---|---:|",
+    ]
+    for phase, fit in fits.items():
+        name, rate, _ = PHASES[phase]
+        if fit is None:
+            lines.append(f"| {name} | {rate} | NA | fewer than four settings with every seed measured | NA |  | - |")
+            continue
+        lines.append(
+            f"| {name} | {rate} | {fit['log_exponent']:.2f} | [{fit['log_exponent_low']:.2f}, "
+            f"{fit['log_exponent_high']:.2f}] | {fit['eta_exponent']:.2f} | [{fit['eta_exponent_low']:.2f}, "
+            f"{fit['eta_exponent_high']:.2f}] | {fit['points']} |"
+        )
+        if fit["left_out"]:
+            lines.append(f"|  | left out (a seed did not reach it): {', '.join(fit['left_out'])} |  |  |  |  |  |")
+    return lines
+
+
+def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
+    """Two panels: T_1 eta against log d and T_2 eta against log log d, one point per setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(r["signal_finding"] for r in rows):
+        return None
+    figure, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    markers: dict[str, str] = {}  # the step size's name in the setting ("theta/2", ...) -> its marker
+    for r in rows:
+        factor = r["method"].split("eta=")[-1] if "eta=" in r["method"] else f"{r['eta']:.3g}"
+        label = None if factor in markers else f"eta = {factor}"
+        marker = markers.setdefault(factor, "osd^v<>"[len(markers) % 7])
+        for axis, phase in zip(axes, PHASES, strict=True):
+            if r[phase]:
+                scaled = np.array(r[phase]) * r["eta"]  # a phase length in units of 1/eta
+                x = PHASES[phase][2](r["d"])
+                axis.errorbar(x, scaled.mean(), yerr=scaled.std(), fmt=marker, color="C0", label=label)
+    for axis, phase in zip(axes, PHASES, strict=True):
+        name, rate, _ = PHASES[phase]
+        axis.set_xlabel("log d" if phase == "signal_finding" else "log log d")
+        axis.set_ylabel(f"{name.split(',')[0]} length x eta")
+        axis.set_title(f"{name}: Theta({rate})", fontsize=9)
+        axis.set_ylim(bottom=0)
+        axis.set_xlim(left=0)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=90)
+    plt.close(figure)
+    return target
