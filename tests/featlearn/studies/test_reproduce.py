@@ -256,7 +256,8 @@ def test_the_html_page_is_self_contained_and_well_formed(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_path):
+def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))  # E.5's smoke teachers stay out of ~/.cache
     out = tmp_path / "report"
     first = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)
     plan = load_plan("shi2022")
@@ -273,6 +274,12 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     assert "cifar-10-batches-py" in text and "--data-root" in text
     figures = out / "figures"
     assert (figures / "e_1_1_test_accuracy.png").is_file() and (figures / "e_1_1_mds_step1.png").is_file()
+    assert (figures / "e_5_mnist_5k_test_accuracy.png").is_file()  # the per-part curves
+    methods = {(r["item"], r["method"]) for r in rows}
+    assert ("E.1.1", "NTK w/o structure") in methods and ("E.1.1", "RF w/o structure") in methods
+    e5 = {r["method"]: r for r in rows if r["item"] == "E.5 MNIST-5k" and r["metric"] == "gap"}
+    assert set(e5) >= {"alpha = 0.5", "alpha = 0.25", "on L alone", "FC(50) student, alpha = 0.5"}
+    assert e5["FC(50) student, alpha = 0.5"]["relation"] == ">" and e5["alpha = 0.5"]["verdict"] in VERDICTS
     page = _Page()
     page.feed((out / "report.html").read_text())
     assert page.open == [] and page.count["img"] >= len(list((out / "figures").glob("*.png")))
@@ -297,12 +304,21 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
 
 
 @pytest.mark.slow
-def test_the_glasgow_smoke_report_fits_both_exponents(tmp_path):
+def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_remarks(tmp_path):
     out = tmp_path / "glasgow"
     result = reproduce(["--paper", "glasgow2023", "--scale", "smoke", "--out", str(out)], build_cli)
-    cells = {(c["method"], c["metric"]): c for c in result["cells"]}
-    assert set(cells) == {("Network", "alpha"), ("NTK", "alpha")}
-    assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in cells.values())
+    cells = {(c["item"], c["method"], c["metric"]): c for c in result["cells"]}
+    theorem = {key: c for key, c in cells.items() if key[0] == "Theorem 3.1"}
+    assert set(theorem) == {("Theorem 3.1", "Network", "alpha"), ("Theorem 3.1", "NTK", "alpha")}
+    assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in theorem.values())
+    for name, _, _ in PHASES.values():  # both phases fitted on the smoke's 4 settings, both exponents judged
+        for metric in ("exp_log", "exp_eta"):
+            assert cells["Phases", name, metric]["verdict"] in ("reproduced", "differs")
+    rotated = cells["Remarks 2.1 and 4.3", "Network (rotated basis)", "margin"]
+    assert rotated["reference"] == "Network" and rotated["verdict"] in ("reproduced", "differs")
+    assert cells["Remarks 2.1 and 4.3", "Network (second layer frozen)", "gamma"]["relation"] == "<"
     text = (out / "report.md").read_text()
-    assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text
-    assert (out / "figures" / "theorem_3_1_samples.png").is_file()
+    assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
+    figures = out / "figures"
+    assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
+    assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
