@@ -223,8 +223,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         metrics["phase/g_max"] = g.max(dim=1).values.mean()
         for k, name in enumerate(CLUSTERS):
             metrics[f"phase/gamma_{name}"] = gamma[:, k].mean()
-        self.last_gamma_min = gamma.min(dim=1).values.tolist()
-        for s, hit in enumerate((gamma.min(dim=1).values >= self.margin_target).tolist()):
+        gamma_min = gamma.min(dim=1).values  # (S,)
+        self.last_gamma_min = gamma_min.tolist()
+        for s, hit in enumerate((gamma_min >= self.margin_target).tolist()):
             if hit and self.margin_steps[s] is None:
                 self.margin_steps[s] = step
                 tag = "phase/margin_step" if gamma.shape[0] == 1 else f"phase_members/margin_step_{s}"

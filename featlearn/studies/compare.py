@@ -24,10 +24,11 @@ structure. This command runs such a comparison from one experiment config::
   sets only the learner's scalar schedules trains side by side as one ensemble per
   ``--grid-members`` members (``model.init_args.member_values``: point g on seed j is
   member g K + j), each point's block equal to its own fit; other grids run a fit per point.
+  A tuning fit runs without per-step diagnostics and curves (:func:`without_diagnostics`);
+  the chosen values then train once more, with every curve, as the method's own run.
 * **No run twice**: a method whose config is that of a run made already, but for its
-  logger, reuses that run's result and curves: a tuned method's final run is its chosen
-  point's own fit (where the point had one), and Two Step is Network where the process
-  freezes the first layer from step 3 anyway. ``run_times.csv`` gives such a method 0 s.
+  logger, reuses that run's result and curves (Two Step is Network where the process
+  freezes the first layer from step 3 anyway). ``run_times.csv`` gives such a method 0 s.
 * **Outputs**: ``DIR/table.md`` (the paper's layout: rows Train Acc, Test Acc, Cos
   Similarity; one column per method; mean ± std over seeds), ``DIR/table.csv``
   (``method,metric,mean,std,n_seeds``, accuracies in percent, std with ddof 1,
@@ -408,7 +409,7 @@ def tune_methods(
         grid = grids.get(method.name, [])
         arguments = member_value_arguments(experiment, method) if grid else None
         per_fit = max(1, args.grid_members // args.seeds)  # points side by side in one ensemble
-        if arguments is None or per_fit == 1:  # one trial per point: the method's own run at that point
+        if arguments is None or per_fit == 1:  # one trial per point
             for values in grid:
                 config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
@@ -614,7 +615,7 @@ def default_grid_members(seeds: int, slurm_gpus: int) -> int:
     """``--grid-members`` by default: 100 where trials get a GPU, else one grid point (``seeds`` members) per fit.
 
     On a GPU a grid side by side in one ensemble pays (the per-fit and per-step costs are
-    shared; measured 1.4-1.6x on a whole tuned comparison, benchmarks/README.md). On a CPU
+    shared; benchmarks/README.md). On a CPU
     the arithmetic is the same either way, a diverged member would keep computing to the
     end where its own fit stops at once, and memory grows with the members.
     """

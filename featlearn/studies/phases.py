@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-#: The two phases: key -> (what the report calls it, the paper's rate, L(d), the result
-#: metric a member's length comes from).
+#: The two phases: key -> (what the report calls it, the paper's rate, L(d)).
 PHASES = {
     "signal_finding": ("Signal finding, T_1 (Lemma 4.1)", "log d / eta", lambda d: math.log(d)),
     "signal_heavy": ("Signal-heavy phase, T_2 (Theorem B.1)", "log log d / eta", lambda d: math.log(math.log(d))),

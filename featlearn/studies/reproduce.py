@@ -79,7 +79,7 @@ COLUMNS = (
     ("gap", "part_gap", "Original - injected (points)", 2),
     ("alpha", "alpha", "Exponent alpha (n* ~ d^alpha)", 2),
     ("boundary", "boundary_step", "Signal finding ends (step)", 1),
-    ("margin", "margin_step", "gamma_min >= 1 (step)", 1),
+    ("margin", "margin_step", "gamma_min reaches its target (step)", 1),
     ("gamma", "final_gamma_min", "gamma_min at the end", 3),
     ("exp_log", "log_exponent", "Exponent of L(d)", 2),
     ("exp_eta", "eta_exponent", "Exponent of eta", 2),
@@ -164,6 +164,11 @@ def load_plan(paper: str) -> Plan:
         item = Item(**{**entry, "title": entry.get("title", entry["id"])})
         if item.kind not in KINDS or (item.kind == "samples" and not item.study):
             raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
+        if isinstance(item.only, dict) and not set(item.only) <= set(SCALES):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "
+                f"its keys must be scales, {list(SCALES)}."
+            )
         items.append(item)
     ids = [item.slug for item in items]
     if len(set(ids)) != len(ids):

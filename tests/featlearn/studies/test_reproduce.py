@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
@@ -191,6 +192,21 @@ def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
             for column in ("train", "test", "cos"):
                 expected = None if row[column] == "NA" else float(row[column])
                 assert numbers[row["setting"], row["method"]][column] == expected
+
+
+def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypatch):
+    import featlearn.studies.reproduce as module
+
+    plan = tmp_path / "plan.yaml"
+    scales = {scale: {"about": scale, "seeds": 1} for scale in SCALES}
+    item = {"id": "A", "configs": ["glasgow_xor"], "only": {"cpu": ["Network"], "gpu": ["Network"]}}
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [item]}))
+    monkeypatch.setitem(module.PAPERS, "mine", str(plan))
+    with pytest.raises(ValueError, match=r"item 'A': 'only' by scale names \['gpu'\]; its keys must be scales"):
+        load_plan("mine")
+    item["only"] = {"cpu": ["Network"]}
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [item]}))
+    assert load_plan("mine").items[0].only == {"cpu": ["Network"]}
 
 
 def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
