@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 import pytorch_lightning as pl
@@ -430,22 +430,43 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Per-member loss and 0-1 error (a zero output counts as an error): (S,), (S,)."""
-        f = self.scores(x)  # (S, B); x may hold K streams
+        return self.evaluate_scores(self.scores(x), y)  # x may hold K streams
+
+    def evaluate_scores(self, f: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-member loss and 0-1 error of outputs f (S, B) against labels y (K or S, B): (S,), (S,)."""
         y = self.members_of(y)
         return self.member_losses(f, y), (y * f <= 0).to(f.dtype).mean(dim=1)
+
+    def set_scorer(self, x: Tensor) -> Callable[[slice], Tensor] | None:
+        """Outputs on a whole fixed set x (S, n, d) from what a learner keeps of it, or None.
+
+        A learner whose outputs on a set depend on the set only through something that
+        stays fixed between evaluations (a frozen layer's pre-activations, the NTK's
+        tangent features) returns a function from a slice of the set's rows to the
+        outputs (S, B) there, equal to :meth:`scores` on those rows up to round-off;
+        :meth:`evaluate_dataset` then skips the product with x. The default: None.
+        """
+        return None
 
     @torch.no_grad()
     def evaluate_dataset(self, x: Tensor, y: Tensor, chunk: int = 65536) -> tuple[Tensor, Tensor]:
         """:meth:`evaluate` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,).
 
         Each chunk moves to the model's device: after ``fit`` Lightning returns the model to
-        the CPU while the data model's sets stay on the training device.
+        the CPU while the data model's sets stay on the training device. A set on the
+        model's device is scored through :meth:`set_scorer` where the learner has one.
         """
         losses, errors = 0.0, 0.0
         device = self.device
+        scorer = self.set_scorer(x) if x.device == device else None
         for i in range(0, x.shape[1], chunk):
-            loss, error = self.evaluate(x[:, i : i + chunk].to(device), y[:, i : i + chunk].to(device))
-            weight = y[:, i : i + chunk].shape[1]
+            rows = slice(i, i + chunk)
+            labels = y[:, rows].to(device)
+            if scorer is None:
+                loss, error = self.evaluate(x[:, rows].to(device), labels)
+            else:
+                loss, error = self.evaluate_scores(scorer(rows), labels)
+            weight = labels.shape[1]
             losses, errors = losses + loss * weight, errors + error * weight
         return losses / x.shape[1], errors / x.shape[1]
 

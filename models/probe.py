@@ -82,6 +82,10 @@ class SteppedFeatureProbe(TwoLayerNet):
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x) + self.output_bias.unsqueeze(1)
 
+    def set_scorer(self, x: Tensor):  # noqa: D102
+        scorer = super().set_scorer(x)
+        return None if scorer is None else (lambda rows: scorer(rows) + self.output_bias.unsqueeze(1))
+
     def training_step(self, batch, batch_idx: int) -> Tensor:
         """The update(s) of the process; after the last one (step k), fit the probe."""
         out = super().training_step(batch, batch_idx)

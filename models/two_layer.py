@@ -303,6 +303,8 @@ class TwoLayerNet(ScheduledSGDModule):
             )
         self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
         self._z_cache: _PreactivationCache | None = None
+        #: Held-out sets' pre-activations while the first layer is frozen: see :meth:`frozen_set_preactivations`.
+        self._set_z_caches: list[_PreactivationCache] = []
 
     #: The arguments that move the first layer (w, b), with what an unset one follows: compare's
     #: ``freeze_first_layer_from`` holds them at 0 (:class:`~featlearn.contracts.FirstLayerArguments`).
@@ -395,10 +397,63 @@ class TwoLayerNet(ScheduledSGDModule):
         cache = self._z_cache
         if cache is None or not cache.matches(rows.inputs, net):
             self._z_cache = cache = None
-            if not self._cache_pays(rows, step):
+            if not self._cache_pays(rows, step, _PreactivationCache.size_bytes(rows.inputs, net, self.grid_points)):
                 return None
             cache = self._z_cache = _PreactivationCache(rows.inputs, net, self.grid_points)
         return cache.lookup(rows.index)
+
+    def first_layer_frozen_through(self, step: int) -> float:
+        """The last step through which w and b stay as they are after ``step`` (``step`` if they train at step + 1)."""
+        rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
+        return min((lr.zero_through(step + 1) for lr in rates), default=math.inf)
+
+    def frozen_set_preactivations(self, x: Tensor) -> Tensor | None:
+        r"""Z = W x + b (S, n, p) of a whole fixed set x (K, n, d) while W and b stay frozen; or None.
+
+        An evaluation of a held-out set every few steps through the classifier stage
+        (``HeldOutAccuracy``'s test curve) recomputes the product W x although W has not
+        moved since the last one. So when the first layer stays frozen at the next step
+        too, Z of the set is computed once and kept, and each evaluation reads it out:
+        the training set's from the training cache (:meth:`frozen_preactivations`), any
+        other set's from its own, within ``preactivation_cache_mb`` for all of them
+        together. A kept Z is used only while W and b equal, exactly, those it was
+        computed from; it is dropped when they move.
+
+        Returns:
+            None where the product must be computed: a linearised network, a first layer
+            that trains at the next step, the last step, or no memory left.
+        """
+        net = self.two_layer
+        if self.net is not net or self.preactivation_cache_mb <= 0:
+            return None
+        if self._z_cache is not None and self._z_cache.matches(x, net):
+            return self._z_cache.lookup(None)
+        self._set_z_caches = [cache for cache in self._set_z_caches if cache.matches(cache.inputs, net)]
+        for cache in self._set_z_caches:
+            if cache.inputs is x:
+                return cache.lookup(None)
+        step = self.global_step
+        if self.first_layer_frozen_through(step) <= step or step >= self._max_steps():
+            return None  # W moves before the next evaluation, or there is none
+        held = [c.z for c in self._set_z_caches] + ([] if self._z_cache is None else [self._z_cache.z])
+        needed = _PreactivationCache.size_bytes(x, net, self.grid_points)
+        if needed + sum(z.numel() * z.element_size() for z in held) > self.preactivation_cache_mb * 2**20:
+            return None
+        cache = _PreactivationCache(x, net, self.grid_points)
+        self._set_z_caches.append(cache)
+        return cache.lookup(None)
+
+    def set_scorer(self, x: Tensor):  # noqa: D102
+        z = self.frozen_set_preactivations(x)  # (S, n, p) or None
+        return None if z is None else (lambda rows: self.two_layer.readout(z[:, rows]))  # (S, B)
+
+    def _max_steps(self) -> float:
+        """``trainer.max_steps``; infinite without a trainer or a step limit."""
+        try:
+            max_steps = self.trainer.max_steps
+        except RuntimeError:  # no trainer attached
+            return math.inf
+        return math.inf if max_steps is None or max_steps < 0 else max_steps
 
     def check_batch(self, x: Tensor) -> None:
         """Also refuse inputs that are not vectors of this network's d (e.g. images left unflattened)."""
@@ -411,28 +466,22 @@ class TwoLayerNet(ScheduledSGDModule):
             )
 
     def on_train_end(self) -> None:  # noqa: D102
-        self._z_cache = None  # frees the set's pre-activations
+        self._z_cache = None  # frees the sets' pre-activations
+        self._set_z_caches = []
         super().on_train_end()
 
-    def _cache_pays(self, rows: SetRows, step: int, copies: int = 1, valid_through: float | None = None) -> bool:
-        """Whether ``copies`` (S, n, p) tensors of the set fit the memory budget and the stretch ahead draws >= n rows.
+    def _cache_pays(self, rows: SetRows, step: int, size_bytes: int, valid_through: float | None = None) -> bool:
+        """Whether a cache of ``size_bytes`` fits the memory budget and the stretch ahead draws >= n rows of the set.
 
         The stretch ends at ``valid_through`` (default: the last step the first layer stays
         frozen) or ``trainer.max_steps``, whichever comes first.
         """
-        members, n, _ = rows.inputs.shape
-        if copies * members * n * self.width * rows.inputs.element_size() > self.preactivation_cache_mb * 2**20:
+        n = rows.inputs.shape[1]
+        if size_bytes > self.preactivation_cache_mb * 2**20:
             return False
         if valid_through is None:
-            first_layer_rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
-            valid_through = min((lr.zero_through(step) for lr in first_layer_rates), default=math.inf)
-        frozen_through = valid_through
-        try:
-            max_steps = self.trainer.max_steps
-        except RuntimeError:  # no trainer attached: the stretch is the schedules'
-            max_steps = None
-        if max_steps is not None and max_steps >= 0:
-            frozen_through = min(frozen_through, max_steps)
+            valid_through = self.first_layer_frozen_through(step - 1)
+        frozen_through = min(valid_through, self._max_steps())
         batch = n if rows.index is None else rows.index.shape[1]
         return (frozen_through - step + 1) * batch >= n
 
@@ -498,16 +547,28 @@ class _PreactivationCache:
         with torch.no_grad():
             self.w = net.w.detach().clone()
             self.b = None if net.b is None else net.b.detach().clone()
-            blocks = [slice(g * streams, (g + 1) * streams) for g in range(points)]
-            self.shared = points > 1 and all(
-                torch.equal(self.w[block], self.w[blocks[0]])
-                and (self.b is None or torch.equal(self.b[block], self.b[blocks[0]]))
-                for block in blocks
-            )
+            self.shared = self.points_share(net, streams, points)
             if self.shared:
-                self.z = net.preactivation(inputs, blocks[0])  # (K, n, p)
+                self.z = net.preactivation(inputs, slice(0, streams))  # (K, n, p)
             else:
                 self.z = net.preactivation(net.per_member(inputs))  # (S, n, p)
+
+    @staticmethod
+    def points_share(net: TwoLayerNetwork, streams: int, points: int) -> bool:
+        """Whether ``points`` > 1 grid points' blocks of ``streams`` members hold equal W and b."""
+        blocks = [slice(g * streams, (g + 1) * streams) for g in range(points)]
+        return points > 1 and all(
+            torch.equal(net.w[block], net.w[blocks[0]])
+            and (net.b is None or torch.equal(net.b[block], net.b[blocks[0]]))
+            for block in blocks
+        )
+
+    @staticmethod
+    def size_bytes(inputs: Tensor, net: TwoLayerNetwork, points: int) -> int:
+        """The bytes Z of ``inputs`` (K, n, d) will take: K n p floats when the points share W and b, else S n p."""
+        streams, n, _ = inputs.shape
+        rows = streams if _PreactivationCache.points_share(net, streams, points) else streams * points
+        return rows * n * net.width * inputs.element_size()
 
     def matches(self, inputs: Tensor, net: TwoLayerNetwork) -> bool:
         """Same set object, and W and b exactly as they were."""

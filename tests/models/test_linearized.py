@@ -176,3 +176,31 @@ def test_steps_with_noise_compute_their_tangent_features_afresh(fit):
     model = LinearizedTwoLayerNet(data.input_dim, **grouped(10, lr=0.05, seed=0, noise_std=0.1, **SHI_NET))
     fit(model, data, 5)
     assert model._tangent_cache is None  # noqa: SLF001 - the learner's own state, read by its test
+
+
+def test_a_held_out_sets_tangent_features_are_kept_between_evaluations(fit, monkeypatch):
+    from featlearn.models.networks import LinearizedTwoLayerNetwork
+
+    calls = []
+    original = LinearizedTwoLayerNetwork.tangent_features
+
+    def counting(self, x, *args, **kwargs):
+        calls.append(x.shape)
+        return original(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(LinearizedTwoLayerNetwork, "tangent_features", counting)
+    data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=100, val_size=0, batch_size=50, seed=1)
+    model = LinearizedTwoLayerNet(data.input_dim, **grouped(10, lr=0.05, seed=0, **SHI_NET))
+    seen = []
+
+    class EvaluateEveryStep(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            x, y = data.eval_set("test")
+            seen.append((pl_module.evaluate_dataset(x, y, chunk=30), pl_module.evaluate(x, y)))
+
+    fit(model, data, 4, callbacks=[EvaluateEveryStep()])
+    assert calls == [(1, 200, 12), (1, 100, 12)]  # the training set's, then the test set's: once each
+    for kept, computed in seen:  # kept features against the product on the whole set
+        torch.testing.assert_close(kept, computed, rtol=1e-5, atol=1e-6)
+    model.form = "kernel"  # the kernel form's outputs come from its dual coefficients: no kept features
+    assert model.set_scorer(data.eval_set("test")[0]) is None

@@ -52,6 +52,16 @@ def test_probe_is_the_converged_logistic_regression(fit):
     )
 
 
+def test_probe_scores_a_set_from_kept_preactivations_with_its_output_bias(fit):
+    data = data_model()
+    probe = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, train_first_layer=False, **SHI_NET))
+    fit(probe, data, 1)
+    probe.trainer = None  # detached, so not at its last step: W is kept fixed, evaluations may come
+    x, y = data.eval_set("test")
+    assert probe.set_scorer(x) is not None and float(probe.output_bias.abs().max()) > 0
+    torch.testing.assert_close(probe.evaluate_dataset(x, y, chunk=64), probe.evaluate(x, y))
+
+
 def test_probe_warns_when_the_stopping_rule_is_not_met(fit):
     probe = SteppedFeatureProbe(16, **grouped(12, lr=0.2, seed=4, probe_max_iter=1, probe_tol=1e-12, **SHI_NET))
     with pytest.warns(UserWarning, match="probe_max_iter"):

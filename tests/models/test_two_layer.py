@@ -1,4 +1,5 @@
 import pytest
+import pytorch_lightning as pl
 import torch
 
 from featlearn.datamodules import BooleanXOR
@@ -273,6 +274,54 @@ def test_the_cache_is_skipped_where_it_does_not_pay(monkeypatch):
     assert model.frozen_preactivations(batch.rows, 3) is None
     assert _shi_like(cache_mb=64)[0].frozen_preactivations(batch.rows, 3) is None  # W trains: no cache
     assert _shi_like(cache_mb=64)[0].frozen_preactivations(None, 3) is None  # online batches
+
+
+class _EvaluateEveryStep(pl.Callback):
+    """Evaluates the data model's test set after every update, as HeldOutAccuracy's curve does."""
+
+    def __init__(self, data):
+        self.data, self.results = data, []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        x, y = self.data.eval_set("test")
+        self.results.append(pl_module.evaluate_dataset(x, y, chunk=24))
+
+
+def _evaluated_run(fit, cache_mb, **kwargs):
+    model, _ = _shi_like(cache_mb, **kwargs)
+    data = BooleanXOR(dim=8, batch_size=16, train_size=64, test_size=40, ensemble_size=2)
+    watcher = _EvaluateEveryStep(data)
+    fit(model, data, 6, callbacks=[watcher])
+    return watcher.results
+
+
+def test_held_out_evaluations_read_the_frozen_first_layers_preactivations_once(fit, monkeypatch):
+    rows = _count_products(monkeypatch)
+    cached = _evaluated_run(fit, cache_mb=64)
+    # Step 1: its batch, then the test set in two chunks (W trains at step 2). Step 2: its
+    # batch, then the test set's Z whole, kept (W stays from step 3 on). Step 3: the
+    # training set's Z. Steps 4-6 and their evaluations: no product.
+    assert rows == [16, 24, 16, 16, 40, 64]
+    rows.clear()
+    plain = _evaluated_run(fit, cache_mb=0)
+    assert rows == [16, 24, 16] * 6
+    for (loss, error), (plain_loss, plain_error) in zip(cached, plain, strict=True):
+        torch.testing.assert_close(loss, plain_loss, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(error, plain_error)
+
+
+def test_a_kept_held_out_preactivation_is_dropped_when_the_first_layer_moves():
+    model, _ = _shi_like(cache_mb=64, train_first_layer=False, lr_w=None, lr=0.1, noise_std=0.0)
+    x, y = BooleanXOR(dim=8, batch_size=16, test_size=40, ensemble_size=2).eval_set("test")
+    expected = model.evaluate(x, y)
+    assert model.set_scorer(x) is not None  # no trainer: W never trains, evaluations to come
+    torch.testing.assert_close(model.evaluate_dataset(x, y), expected)
+    with torch.no_grad():
+        model.net.w.mul_(-1.0)  # e.g. a loaded checkpoint changed W
+    torch.testing.assert_close(model.evaluate_dataset(x, y), model.evaluate(x, y))
+    assert not torch.equal(model.evaluate(x, y)[0], expected[0])
+    assert _shi_like(cache_mb=64)[0].set_scorer(x) is None  # W trains at the next step
+    assert _shi_like(cache_mb=1e-4, train_first_layer=False, lr_w=None, lr=0.1)[0].set_scorer(x) is None  # budget
 
 
 def test_preactivation_cache_budget_is_checked():
