@@ -1,10 +1,10 @@
 """Fingerprints of the shipped experiments' smoke runs: the numbers a refactor must not move.
 
-Every smoke test of a shipped experiment or overlay (tests/featlearn/test_cli.py) ends with
+Every smoke test of a shipped experiment or overlay (tests/featlearn/cli/test_lightning.py) ends with
 :func:`check_fingerprint`: the run's test loss, test error and the sum of |theta| over the
 learner's floating-point state must equal those recorded in ``data/smoke_fingerprints.json``
 (to 1e-6 relative: a changed summation order may move the last bits, a changed computation
-moves far more). ``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/test_cli.py`` records
+moves far more). ``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records
 them anew, on purpose, when a change is meant to move the numbers.
 """
 
