@@ -33,7 +33,8 @@ neurons that the runs draw), and ``items/<item>/``, each item's ``featlearn comp
 folder.
 
 **Resuming**: every item is a ``featlearn compare`` whose trials are reused when their
-config is unchanged, so a killed report resumes where it stopped. ``DIR/plan.json``
+config is unchanged (a ``teacher_check`` item's teachers and students come from the
+teacher cache), so a killed report resumes where it stopped. ``DIR/plan.json``
 records the paper, scale and plan; a rerun with another one is refused unless
 ``--overwrite``. ``--launcher slurm`` (or ``submitit-local``) sends every trial to the
 cluster, as ``compare`` does.
@@ -83,9 +84,12 @@ COLUMNS = (
     ("gamma", "final_gamma_min", "gamma_min at the end", 3),
     ("exp_log", "log_exponent", "Exponent of L(d)", 2),
     ("exp_eta", "eta_exponent", "Exponent of eta", 2),
+    ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
 )
 #: Item kinds: what command an item runs.
-KINDS = ("compare", "samples", "phases")
+KINDS = ("compare", "samples", "phases", "teacher_check")
+#: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
+TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
 VERDICTS = ("reproduced", "differs", "not run")
 #: What a paper's value is to featlearn's: equal within the tolerance, or a bound (above or below it).
 RELATIONS = ("=", "<", ">")
@@ -112,8 +116,10 @@ class Item:
     skip: dict[str, str] = field(default_factory=dict)
     #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
     needs_files: bool = False
-    #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`) or
-    #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`).
+    #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`),
+    #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`)
+    #: or ``teacher_check`` (students' U-curves under teachers of several sizes, Shi et al.'s Figure 26,
+    #: :mod:`featlearn.studies.teacher_check`).
     kind: str = "compare"
     #: A ``samples`` item's study file (a shipped name or a path).
     study: str | None = None
@@ -288,6 +294,8 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
     argv = [arg for config in configs for arg in ("--config", config)]
     if item.kind == "samples":
         return run_samples(item, [*argv, "--seeds", str(scale["seeds"])], args, folder, build)
+    if item.kind == "teacher_check":
+        return run_teacher_check(item, argv, args, folder, build)
     argv += ["--seeds", str(scale["seeds"]), "--out", str(folder)]
     methods = item.methods or scale.get("methods")
     if methods:
@@ -343,6 +351,42 @@ def run_samples(item: Item, argv: list[str], args: argparse.Namespace, folder: P
         "tuned": {},
         "training_seconds": trial_seconds(folder),
         "folder": folder,
+    }
+
+
+def run_teacher_check(item: Item, argv: list[str], args: argparse.Namespace, folder: Path, build: BuildRun) -> dict:
+    """Run a ``teacher_check`` item (:func:`~featlearn.studies.teacher_check.check_teacher_sizes`).
+
+    Each teacher's row holds log2 of its students' U-curve minimum; the row
+    :data:`TEACHER_SWEEP` holds log2 of the size Algorithm 1 chose (the teacher sweep's
+    own minimum), which the chosen teacher's students are judged against (Figure 26(b)).
+    Teachers and students come from the teacher cache where trained before, so a killed
+    check resumes; the seconds shown are those of the run that computed the numbers.
+    """
+    from featlearn.studies.teacher_check import check_teacher_sizes
+
+    argv = [*argv, *(str(a) for a in item.arguments.get(args.scale, [])), "--out", str(folder)]
+    started = time.perf_counter()
+    rows = check_teacher_sizes(argv, build)
+    seconds = time.perf_counter() - started
+    results = {}
+    for row in rows:
+        name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
+        results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])]}
+        if row["chosen"]:
+            results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}
+    record = folder / "teacher_check.json"
+    saved = json.loads(record.read_text()) if record.is_file() else {}
+    if saved.get("results") == results:  # the same numbers, from the cache: keep the seconds that computed them
+        seconds = saved["seconds"]
+    record.write_text(json.dumps({"results": results, "seconds": seconds}, indent=1))
+    return {
+        "status": "run",
+        "results": results,
+        "tuned": {},
+        "training_seconds": seconds,
+        "folder": folder,
+        "table": (folder / "teacher_check.md").read_text().splitlines()[2:],
     }
 
 
@@ -628,7 +672,7 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         if outcome["status"] != "run":
             md += [f"**Not run**: {outcome['why']}", ""]
         else:
-            command = "compare" if item.kind == "phases" else item.kind  # a phases item is a compare, fitted
+            command = {"phases": "compare", "teacher_check": "teacher-check"}.get(item.kind, item.kind)
             seconds = outcome["training_seconds"]
             md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
@@ -638,6 +682,8 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             md += ["", *sample_complexity_lines(outcome)]
         if outcome["status"] == "run" and item.kind == "phases":
             md += ["", *phase_lines(outcome["settings"], outcome["fits"])]
+        if outcome["status"] == "run" and item.kind == "teacher_check":
+            md += ["", *outcome["table"]]
         tuned = outcome.get("tuned") or {}
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
@@ -647,6 +693,11 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             plot = out / "figures" / f"{item.slug}_samples.png"
             plot.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(outcome["folder"] / "samples.png", plot)
+            pictures = [plot]
+        elif outcome["status"] == "run" and item.kind == "teacher_check":
+            plot = out / "figures" / f"{item.slug}_teacher_check.png"
+            plot.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(outcome["folder"] / "teacher_check.png", plot)
             pictures = [plot]
         elif outcome["status"] == "run" and item.kind == "phases":
             title = f"{item.id}: each phase's length x eta against its rate's L(d)"

@@ -14,7 +14,8 @@ from featlearn.teacher import first_local_minimum
 def check_teacher_sizes(argv: list[str], build) -> list[dict]:
     """``featlearn teacher-check``: Shi et al.'s check of Algorithm 1 (E.5.4, Figure 26).
 
-    For each teacher size T in ``--teacher-sizes`` (default 9, 50, 500), the teacher FC(T)
+    For each teacher size T in ``--teacher-sizes`` (default 9, 50, 500; ``chosen`` names
+    the size Algorithm 1 chooses on the config's data, as Figure 26(b)'s FC(9) is on MNIST), the teacher FC(T)
     (trained with R on U as in :meth:`TeacherSearch.teacher`, and cached) labels the
     injected inputs alone; students of every size in ``--student-sizes`` (default: the
     config's ``teacher.init_args.sizes``) are trained on them as the sweep trains
@@ -29,7 +30,8 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
         build: :func:`featlearn.cli.build_cli`.
 
     Returns:
-        One row per teacher size: ``teacher_size``, ``student_minimum``, ``curve`` (the rows).
+        One row per teacher size: ``teacher_size``, ``chosen`` (Algorithm 1's size, listed first),
+        ``student_minimum``, ``curve`` (the rows), ``at_grid_end``.
     """
     import argparse
 
@@ -39,7 +41,9 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
         "(Shi et al. 2022, Figure 26): does the students' U-curve minimum follow the teacher's size?",
     )
     parser.add_argument("--config", action="append", required=True, help="A teacher experiment (repeatable).")
-    parser.add_argument("--teacher-sizes", default="9,50,500", help="Teacher sizes T, comma-separated.")
+    parser.add_argument(
+        "--teacher-sizes", default="9,50,500", help="Teacher sizes T, comma-separated; 'chosen': Algorithm 1's."
+    )
     parser.add_argument("--student-sizes", default=None, help="Student sizes (default: the config's teacher sizes).")
     parser.add_argument("--out", required=True, help="Output folder.")
     args = parser.parse_args(argv)
@@ -53,7 +57,9 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
             raise ValueError(f"{flag} must be positive integers separated by commas, got {text!r}.")
         return values
 
-    teacher_sizes = sizes(args.teacher_sizes, "--teacher-sizes")
+    wants_chosen = "chosen" in [v.strip() for v in args.teacher_sizes.split(",")]
+    given = ",".join(v for v in args.teacher_sizes.split(",") if v.strip() != "chosen")
+    teacher_sizes = sizes(given, "--teacher-sizes") if given.strip() or not wants_chosen else []
     cli_args = [a for path in args.config for a in ("--config", path)] + ["--trainer.logger", "false"]
     argv_before, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:
@@ -69,6 +75,13 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     teacher_data, key, classes = data.teacher_data(), data.teacher_data_key(), data.num_classes
+    chosen = None
+    if wants_chosen:  # Algorithm 1's teacher: the minimum of its sweep on L (cached), or the config's size
+        chosen = search.size
+        if chosen is None:
+            sweep = search.sweep_sizes(teacher_data, data.labelled_data_key(), classes, search.sizes)
+            chosen = sweep[first_local_minimum([row["test_loss"] for row in sweep], search.neighbours)[0]]["size"]
+        teacher_sizes = [chosen] + [size for size in teacher_sizes if size != chosen]
     results = []
     for size in teacher_sizes:
         teacher = search.teacher(teacher_data, key, classes, size)
@@ -84,6 +97,7 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
         results.append(
             {
                 "teacher_size": size,
+                "chosen": size == chosen,
                 "student_minimum": curve[index]["size"],
                 "curve": curve,
                 "at_grid_end": index == len(curve) - 1,
@@ -127,7 +141,9 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
         "| ---: | ---: | --- |",
     ]
     lines += [
-        f"| {r['teacher_size']} | {r['student_minimum']} | {'yes' if r['at_grid_end'] else 'no'} |" for r in results
+        f"| {r['teacher_size']}{' (Algorithm 1)' if r['chosen'] else ''} | {r['student_minimum']} "
+        f"| {'yes' if r['at_grid_end'] else 'no'} |"
+        for r in results
     ]
     (out / "teacher_check.md").write_text("\n".join(lines) + "\n")
     try:
@@ -145,7 +161,7 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
             [math.exp(row["smoothed_log_loss"]) for row in result["curve"]],
             "-o",
             ms=3,
-            label=f"teacher m = {result['teacher_size']}",
+            label=f"teacher m = {result['teacher_size']}" + (" (Algorithm 1)" if result["chosen"] else ""),
         )[0]
         chosen = next(row for row in result["curve"] if row["size"] == result["student_minimum"])
         axes.plot([chosen["parameters"]], [math.exp(chosen["smoothed_log_loss"])], "*", ms=14, color=line.get_color())

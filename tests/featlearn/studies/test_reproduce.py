@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import html.parser
 import json
@@ -32,6 +33,7 @@ from featlearn.studies.reproduce import (
     markdown_to_html,
     paper_numbers,
     reproduce,
+    run_teacher_check,
     verdict,
 )
 
@@ -140,6 +142,31 @@ def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
     assert "(A's 51.0)" in table and "(< A's 6.100)" in table and "not reached (2 seed(s) not reached)" in table
 
 
+def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_larger_teachers(tmp_path, monkeypatch):
+    import featlearn.studies.teacher_check as check
+
+    def fake_check(argv, build):  # Figure 26 as the paper draws it: minimum 8 under the chosen 9, then larger
+        (tmp_path / "item").mkdir(exist_ok=True)
+        (tmp_path / "item" / "teacher_check.md").write_text("# t\n\n| teacher m | minimum |\n| 9 | 8 |\n")
+        assert argv[-4:] == ["--teacher-sizes", "chosen,50,500", "--out", str(tmp_path / "item")]
+        return [{"teacher_size": t, "chosen": t == 9, "student_minimum": m} for t, m in ((9, 8), (50, 32), (500, 24))]
+
+    monkeypatch.setattr(check, "check_teacher_sizes", fake_check)
+    item = Item(id="F26", title="t", configs=[], setting="E.5.4 MNIST-5k", kind="teacher_check",
+                arguments={"cpu": ["--teacher-sizes", "chosen,50,500"]})  # fmt: skip
+    args = argparse.Namespace(scale="cpu")
+    outcome = run_teacher_check(item, [], args, tmp_path / "item", build=None)
+    assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
+    assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
+    plan = Plan("shi2022", "t", {}, [item], "")
+    cells = collect_cells(plan, {"F26": outcome}, paper_numbers("shi2022"), judgement_rules("shi2022"))
+    by = {c["method"]: c for c in cells if c["metric"] == "minimum"}
+    assert by["chosen teacher"]["verdict"] == "reproduced"  # log2 8 against log2 9: within a factor 2
+    assert by["teacher FC(50)"]["verdict"] == "reproduced"  # 32 > 8
+    assert by["teacher FC(500)"]["verdict"] == "differs"  # 24 is not above FC(50)'s 32
+    assert by["teacher sweep (Algorithm 1)"]["verdict"] == ""  # the reference itself
+
+
 def test_phase_lengths_that_follow_the_rates_fit_to_exponents_1_and_minus_1():
     rows = []
     generator = np.random.default_rng(0)
@@ -166,9 +193,12 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
     settings = {setting for setting, _ in numbers}
     for scale in SCALES:
         plan = load_plan("shi2022")
-        assert all(item.kind == "compare" for item in plan.items)
+        assert all(item.kind in ("compare", "teacher_check") for item in plan.items)
         assert plan.scales[scale]["seeds"] >= 1
         for item in plan.items:
+            if item.kind == "teacher_check":  # its rows are teachers, not methods of a methods file
+                assert item.setting in settings and item.arguments[scale], item.id
+                continue
             methods = {m.name for m in load_methods(resolve_config(item.methods or plan.scales[scale]["methods"]))}
             assert item.setting is None or item.setting in settings, item.id
             assert set(item.only or []) <= methods, item.id
@@ -176,7 +206,7 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
             if item.only is None:  # Tables 1-5: every method of the paper's row runs
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
-    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres", "original", "injected", "gap"}
+    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"}
     assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
                                  "a featlearn limitation"} for r in rules["reasons"])  # fmt: skip
 
@@ -296,6 +326,9 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     e5 = {r["method"]: r for r in rows if r["item"] == "E.5 MNIST-5k" and r["metric"] == "gap"}
     assert set(e5) >= {"alpha = 0.5", "alpha = 0.25", "on L alone", "FC(50) student, alpha = 0.5"}
     assert e5["FC(50) student, alpha = 0.5"]["relation"] == ">" and e5["alpha = 0.5"]["verdict"] in VERDICTS
+    figure_26 = {r["method"]: r for r in rows if r["item"] == "E.5.4 MNIST-5k"}  # the teacher check ran
+    assert figure_26["chosen teacher"]["verdict"] in VERDICTS
+    assert (figures / "e_5_4_mnist_5k_teacher_check.png").is_file()
     page = _Page()
     page.feed((out / "report.html").read_text())
     assert page.open == [] and page.count["img"] >= len(list((out / "figures").glob("*.png")))

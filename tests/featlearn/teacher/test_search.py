@@ -173,6 +173,15 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
     assert all(r["student_minimum"] in (1, 2, 3) and len(r["curve"]) == 3 for r in results)
     rows = (out / "teacher_check.csv").read_text().splitlines()
     assert len(rows) == 1 + 6 and "| 2 |" in (out / "teacher_check.md").read_text()
+    # "chosen": Algorithm 1's size, from the sweep over the config's sizes (1, 2, 4), listed first.
+    cli = build_cli(["--config", str(config), "--trainer.logger", "false"], run=False)
+    search, data = cli.config_init["teacher"], cli.datamodule
+    sweep = search.sweep_sizes(data.teacher_data(), data.labelled_data_key(), data.num_classes, search.sizes)
+    expected = sweep[first_local_minimum([row["test_loss"] for row in sweep], search.neighbours)[0]]["size"]
+    argv = ["--config", str(config), "--teacher-sizes", f"{expected},chosen,5", "--student-sizes", "1,2,3"]
+    chosen = check_teacher_sizes([*argv, "--out", str(out)], build_cli)
+    assert [(r["teacher_size"], r["chosen"]) for r in chosen] == [(expected, True), (5, False)]  # no duplicate
+    assert "(Algorithm 1)" in (out / "teacher_check.md").read_text()
     with pytest.raises(ValueError, match="--teacher-sizes"):
         check_teacher_sizes(["--config", str(config), "--teacher-sizes", "x", "--out", str(out)], build_cli)
     with pytest.raises(ValueError, match="at least three"):
