@@ -714,6 +714,10 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         figures[item.id] = pictures
         for picture in pictures:
             md += ["", f"![{picture.stem}](figures/{picture.name})"]
+    drawn = {picture.resolve() for pictures in figures.values() for picture in pictures}
+    for stale in (out / "figures").glob("*.png"):  # pictures of an earlier plan's runs, no longer shown
+        if stale.resolve() not in drawn:
+            stale.unlink()
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
 

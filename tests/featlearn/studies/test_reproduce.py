@@ -333,7 +333,10 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     page.feed((out / "report.html").read_text())
     assert page.open == [] and page.count["img"] >= len(list((out / "figures").glob("*.png")))
 
+    stale = figures / "e_1_1_mds_step500.png"  # a picture an earlier plan drew: gone after the rerun
+    shutil.copyfile(figures / "e_1_1_mds_step1.png", stale)
     again = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)  # every trial reused
+    assert not stale.exists() and (figures / "e_1_1_mds_step1.png").is_file()
     assert again["counts"] == counts and again["training_seconds"] == pytest.approx(first["training_seconds"])
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
