@@ -162,8 +162,9 @@ class TwoLayerNet(ScheduledSGDModule):
             (``seed_everything``).
         max_members_logged: Per-member curves are logged when S is at most this.
         preactivation_cache_mb: The most memory (MiB) the frozen first layer's
-            pre-activations of a finite training set may take (see
-            :meth:`frozen_preactivations`); 0 turns the cache off. A speed setting
+            pre-activations of a finite training set, and of the held-out sets it is
+            evaluated on, may take together (see :meth:`frozen_preactivations` and
+            :meth:`frozen_set_preactivations`); 0 turns the caches off. A speed setting
             that changes results only by round-off.
         class_weighting: *schedule*, omega(t) in [0, 1]: the class-weighted loss of Shi et
             al.'s Appendix F.1.1 (eq. 295) where 1, the plain loss where 0 (the default);
