@@ -116,6 +116,9 @@ class Item:
     skip: dict[str, str] = field(default_factory=dict)
     #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
     needs_files: bool = False
+    #: Further data arguments ``--data-root`` sets: argument -> a path under the root
+    #: (e.g. ``injected_root: tiny-imagenet-200/train``).
+    data_paths: dict[str, str] = field(default_factory=dict)
     #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`),
     #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`)
     #: or ``teacher_check`` (students' U-curves under teachers of several sizes, Shi et al.'s Figure 26,
@@ -285,7 +288,9 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
     overrides = dict(item.scales.get(args.scale) or {})
     if item.needs_files and args.data_root is not None:
         data = dict(overrides.get("data") or {})
-        data["init_args"] = {**(data.get("init_args") or {}), "root": str(Path(args.data_root).resolve())}
+        root = Path(args.data_root).resolve()
+        paths = {key: str(root / relative) for key, relative in item.data_paths.items()}
+        data["init_args"] = {**(data.get("init_args") or {}), "root": str(root), **paths}
         overrides["data"] = data
     if overrides:
         overlay = folder / f"scale_{args.scale}.yaml"

@@ -33,6 +33,7 @@ from featlearn.studies.reproduce import (
     markdown_to_html,
     paper_numbers,
     reproduce,
+    run_item,
     run_teacher_check,
     verdict,
 )
@@ -165,6 +166,23 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     assert by["teacher FC(50)"]["verdict"] == "reproduced"  # 32 > 8
     assert by["teacher FC(500)"]["verdict"] == "differs"  # 24 is not above FC(50)'s 32
     assert by["teacher sweep (Algorithm 1)"]["verdict"] == ""  # the reference itself
+
+
+def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
+    import featlearn.studies.reproduce as module
+
+    seen = {}
+    monkeypatch.setattr(module, "compare", lambda argv, build: seen.update(argv=argv) or {})
+    plan = load_plan("shi2022")
+    item = next(i for i in plan.items if i.id == "E.5 Tiny ImageNet")
+    args = argparse.Namespace(scale="full", data_root=str(tmp_path / "data"), grid_members=None, launcher_argv=[],
+                              overwrite=False)  # fmt: skip
+    run_item(item, plan, args, tmp_path / "out", build=None)
+    overlay = yaml.safe_load((tmp_path / "out" / "items" / item.slug / "scale_full.yaml").read_text())
+    root = (tmp_path / "data").resolve()
+    assert overlay["data"]["init_args"]["root"] == str(root)
+    assert overlay["data"]["init_args"]["injected_root"] == str(root / "tiny-imagenet-200" / "train")
+    assert "--config" in seen["argv"]  # the item ran its compare with the overlay
 
 
 def test_phase_lengths_that_follow_the_rates_fit_to_exponents_1_and_minus_1():
