@@ -123,8 +123,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             # theta_0 of member g K + j is seed j's for every grid point g: the features of the K
             # streams' first block serve every point (K n p floats each, not S n p).
             streams = rows.inputs.shape[0]
-            size = 2 * rows.inputs[..., :1].numel() * self.width * rows.inputs.element_size()
-            if not self._cache_pays(rows, step, size, valid_through=math.inf):
+            if not self._cache_pays(rows, step, self._tangent_bytes(rows.inputs), valid_through=math.inf):
                 return None
             with torch.no_grad():
                 h0, g0a0 = self.net.tangent_features(rows.inputs, members=slice(0, streams))  # (K, n, p) each
@@ -143,20 +142,25 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         training cache; another set's are kept within ``preactivation_cache_mb`` (for all
         caches together) when an evaluation is still to come after this step.
         """
-        caches = [c for c in (self._tangent_cache, *self._set_tangent_caches) if c is not None]
-        for inputs, h0, g0a0 in caches:
+        for inputs, h0, g0a0 in self._tangent_caches():
             if inputs is x:
                 return h0, g0a0
-        if self.global_step >= self._max_steps():
-            return None  # the last evaluation: nothing to keep it for
-        held = sum(2 * h.numel() * h.element_size() for _, h, _ in caches)
-        size = 2 * x[..., :1].numel() * self.width * x.element_size()  # (K, n, p) twice
-        if held + size > self.preactivation_cache_mb * 2**20:
-            return None
+        if self.global_step >= self._max_steps() or not self._cache_fits(self._tangent_bytes(x)):
+            return None  # the last evaluation (nothing to keep it for), or no memory left
         with torch.no_grad():
             h0, g0a0 = self.net.tangent_features(x, members=slice(0, x.shape[0]))  # (K, n, p) each
         self._set_tangent_caches.append((x, h0, g0a0))
         return h0, g0a0
+
+    def _tangent_caches(self) -> list[tuple[Tensor, Tensor, Tensor]]:
+        return [c for c in (self._tangent_cache, *self._set_tangent_caches) if c is not None]
+
+    def _tangent_bytes(self, x: Tensor) -> int:
+        """The bytes of a set x's (K, n, d) tangent features: h0 and a0 sigma'(z0), (K, n, p) each."""
+        return 2 * x[..., :1].numel() * self.width * x.element_size()
+
+    def held_cache_bytes(self) -> int:  # noqa: D102
+        return super().held_cache_bytes() + sum(2 * h.numel() * h.element_size() for _, h, _ in self._tangent_caches())
 
     def set_scorer(self, x: Tensor):  # noqa: D102
         if self.form != "linear" or self.jacobian != "closed_form":

@@ -436,9 +436,7 @@ class TwoLayerNet(ScheduledSGDModule):
         step = self.global_step
         if self.first_layer_frozen_through(step) <= step or step >= self._max_steps():
             return None  # W moves before the next evaluation, or there is none
-        held = [c.z for c in self._set_z_caches] + ([] if self._z_cache is None else [self._z_cache.z])
-        needed = _PreactivationCache.size_bytes(x, net, self.grid_points)
-        if needed + sum(z.numel() * z.element_size() for z in held) > self.preactivation_cache_mb * 2**20:
+        if not self._cache_fits(_PreactivationCache.size_bytes(x, net, self.grid_points)):
             return None
         cache = _PreactivationCache(x, net, self.grid_points)
         self._set_z_caches.append(cache)
@@ -447,6 +445,15 @@ class TwoLayerNet(ScheduledSGDModule):
     def set_scorer(self, x: Tensor):  # noqa: D102
         z = self.frozen_set_preactivations(x)  # (S, n, p) or None
         return None if z is None else (lambda rows: self.two_layer.readout(z[:, rows]))  # (S, B)
+
+    def held_cache_bytes(self) -> int:
+        """The bytes every cache this learner keeps of a set takes now (training and held-out sets)."""
+        caches = [*self._set_z_caches, *([] if self._z_cache is None else [self._z_cache])]
+        return sum(cache.z.numel() * cache.z.element_size() for cache in caches)
+
+    def _cache_fits(self, size_bytes: int) -> bool:
+        """Whether one more cache of ``size_bytes`` keeps all of them within ``preactivation_cache_mb``."""
+        return size_bytes + self.held_cache_bytes() <= self.preactivation_cache_mb * 2**20
 
     def _max_steps(self) -> float:
         """``trainer.max_steps``; infinite without a trainer or a step limit."""
@@ -472,13 +479,14 @@ class TwoLayerNet(ScheduledSGDModule):
         super().on_train_end()
 
     def _cache_pays(self, rows: SetRows, step: int, size_bytes: int, valid_through: float | None = None) -> bool:
-        """Whether a cache of ``size_bytes`` fits the memory budget and the stretch ahead draws >= n rows of the set.
+        """Whether a cache of ``size_bytes`` fits beside those held and the stretch ahead draws >= n rows of the set.
 
-        The stretch ends at ``valid_through`` (default: the last step the first layer stays
-        frozen) or ``trainer.max_steps``, whichever comes first.
+        The memory budget is ``preactivation_cache_mb`` for all caches together. The stretch
+        ends at ``valid_through`` (default: the last step the first layer stays frozen) or
+        ``trainer.max_steps``, whichever comes first.
         """
         n = rows.inputs.shape[1]
-        if size_bytes > self.preactivation_cache_mb * 2**20:
+        if not self._cache_fits(size_bytes):
             return False
         if valid_through is None:
             valid_through = self.first_layer_frozen_through(step - 1)

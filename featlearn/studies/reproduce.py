@@ -178,6 +178,14 @@ def load_plan(paper: str) -> Plan:
                 f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "
                 f"its keys must be scales, {list(SCALES)}."
             )
+        paths = item.data_paths
+        if paths and (not item.needs_files or not isinstance(paths, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v and not Path(v).is_absolute() for k, v in paths.items()
+        )):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: data_paths must map data arguments to paths relative to "
+                f"--data-root, on an item with needs_files: true; got {paths!r}."
+            )
         items.append(item)
     ids = [item.slug for item in items]
     if len(set(ids)) != len(ids):

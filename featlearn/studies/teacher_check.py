@@ -57,9 +57,9 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
             raise ValueError(f"{flag} must be positive integers separated by commas, got {text!r}.")
         return values
 
-    wants_chosen = "chosen" in [v.strip() for v in args.teacher_sizes.split(",")]
-    given = ",".join(v for v in args.teacher_sizes.split(",") if v.strip() != "chosen")
-    teacher_sizes = sizes(given, "--teacher-sizes") if given.strip() or not wants_chosen else []
+    tokens = [v.strip() for v in args.teacher_sizes.split(",")]
+    wants_chosen, given = "chosen" in tokens, ",".join(t for t in tokens if t != "chosen")
+    teacher_sizes = [] if wants_chosen and not given else sizes(given, "--teacher-sizes")
     cli_args = [a for path in args.config for a in ("--config", path)] + ["--trainer.logger", "false"]
     argv_before, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:

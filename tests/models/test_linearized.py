@@ -144,17 +144,22 @@ def test_kernel_form_refuses_several_processes(monkeypatch):
         model.setup("fit")
 
 
-def test_the_tangent_features_of_a_training_set_are_computed_once_and_change_nothing_but_round_off(fit, monkeypatch):
+def _count_tangent_features(monkeypatch) -> list:
+    """The shapes of the sets whose tangent features the closed-form NTK computes, in order."""
     from featlearn.models.networks import LinearizedTwoLayerNetwork
 
-    calls = []
-    original = LinearizedTwoLayerNetwork.tangent_features
+    calls, original = [], LinearizedTwoLayerNetwork.tangent_features
 
     def counting(self, x, *args, **kwargs):
         calls.append(x.shape)
         return original(self, x, *args, **kwargs)
 
     monkeypatch.setattr(LinearizedTwoLayerNetwork, "tangent_features", counting)
+    return calls
+
+
+def test_the_tangent_features_of_a_training_set_are_computed_once_and_change_nothing_but_round_off(fit, monkeypatch):
+    calls = _count_tangent_features(monkeypatch)
     runs = {}
     for budget in (2048.0, 0.0):  # 0: the cache is off, every step computes w0 . x
         data = SparseCoding(
@@ -179,16 +184,7 @@ def test_steps_with_noise_compute_their_tangent_features_afresh(fit):
 
 
 def test_a_held_out_sets_tangent_features_are_kept_between_evaluations(fit, monkeypatch):
-    from featlearn.models.networks import LinearizedTwoLayerNetwork
-
-    calls = []
-    original = LinearizedTwoLayerNetwork.tangent_features
-
-    def counting(self, x, *args, **kwargs):
-        calls.append(x.shape)
-        return original(self, x, *args, **kwargs)
-
-    monkeypatch.setattr(LinearizedTwoLayerNetwork, "tangent_features", counting)
+    calls = _count_tangent_features(monkeypatch)
     data = SparseCoding(d=12, D=6, k=3, train_size=200, test_size=100, val_size=0, batch_size=50, seed=1)
     model = LinearizedTwoLayerNet(data.input_dim, **grouped(10, lr=0.05, seed=0, **SHI_NET))
     seen = []

@@ -310,6 +310,14 @@ def test_held_out_evaluations_read_the_frozen_first_layers_preactivations_once(f
         torch.testing.assert_close(error, plain_error)
 
 
+def test_the_training_and_held_out_caches_share_one_budget(fit, monkeypatch):
+    rows = _count_products(monkeypatch)
+    # Z of the 40 test rows takes 2 x 40 x 10 x 4 = 3200 bytes, of the 64 training rows 5120: either fits
+    # 6000 bytes alone, not both. The test set's, kept first (after step 2), leaves no room for the other.
+    _evaluated_run(fit, cache_mb=6000 / 2**20)
+    assert rows == [16, 24, 16, 16, 40, 16, 16, 16, 16]
+
+
 def test_a_kept_held_out_preactivation_is_dropped_when_the_first_layer_moves():
     model, _ = _shi_like(cache_mb=64, train_first_layer=False, lr_w=None, lr=0.1, noise_std=0.0)
     x, y = BooleanXOR(dim=8, batch_size=16, test_size=40, ensemble_size=2).eval_set("test")

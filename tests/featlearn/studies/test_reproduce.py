@@ -255,6 +255,13 @@ def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypat
     item["only"] = {"cpu": ["Network"]}
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [item]}))
     assert load_plan("mine").items[0].only == {"cpu": ["Network"]}
+    for bad in ({"injected_root": "/abs/train"}, {"injected_root": ""}, ["train"]):
+        plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "needs_files": True, "data_paths": bad}]}))
+        with pytest.raises(ValueError, match="item 'A': data_paths must map data arguments to paths relative"):
+            load_plan("mine")
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "data_paths": {"injected_root": "t"}}]}))
+    with pytest.raises(ValueError, match="needs_files: true"):  # --data-root never reaches an item without files
+        load_plan("mine")
 
 
 def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
