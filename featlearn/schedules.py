@@ -414,3 +414,36 @@ def hold_from(spec: ScheduleSpec, step: int, value: float, name: str) -> Schedul
         raw["start"] = start
         out.append(raw)
     return [*out, {"start": step, "value": value}]
+
+
+def canonical_segments(spec: ScheduleSpec, name: str = "schedule") -> ScheduleSpec:
+    """The same schedule written one way: adjacent constant segments of one value merged.
+
+    ``hold_from`` and ``skip_steps`` cut segments where the process already holds the value
+    (``[{start: 2, end: 2, value: 0}, {start: 3, value: 0}]`` is ``[{start: 2, value: 0}]``),
+    so two configs can state one schedule in different words; their canonical forms are
+    equal. A single constant segment over every step is that number. Ramps, and numbers,
+    are returned as written.
+    """
+    if not is_segment_list(spec):
+        return spec
+    out: list[dict] = []
+    for start, end, raw in _spans(spec, name):
+        raw["start"] = start
+        previous = out[-1] if out else None
+        if (
+            previous is not None
+            and not _ramps(previous)
+            and not _ramps(raw)
+            and previous.get("end") == start - 1
+            and {k: v for k, v in previous.items() if k not in ("start", "end")}
+            == {k: v for k, v in raw.items() if k not in ("start", "end")}
+        ):
+            previous.pop("end")
+            if end is not None:
+                previous["end"] = end
+            continue
+        out.append(raw)
+    if len(out) == 1 and out[0]["start"] == 1 and "end" not in out[0] and "value" in out[0] and not _ramps(out[0]):
+        return out[0]["value"]
+    return out

@@ -68,7 +68,7 @@ import yaml
 
 from featlearn.config_files import config_class, resolve_config
 from featlearn.contracts import FirstLayerArguments
-from featlearn.schedules import hold_from, is_segment_list, skip_steps
+from featlearn.schedules import canonical_segments, hold_from, is_segment_list, skip_steps
 from featlearn.studies.trials import (
     BuildRun,
     Launcher,
@@ -522,10 +522,15 @@ def same_run_digest(config: dict) -> str:
     """A digest of what a trial computes: its config without ``trainer.logger`` (where its curves go).
 
     Two trials with the same digest train the same networks on the same data, so one's
-    result stands for the other's.
+    result stands for the other's. Schedules under ``model.init_args`` and ``data.init_args``
+    enter in their canonical form (:func:`~featlearn.schedules.canonical_segments`).
     """
     computed = copy.deepcopy(config)
     (computed.get("trainer") or {}).pop("logger", None)
+    for section in ("model", "data"):  # one schedule written two ways (hold_from's cuts) is one run
+        arguments = (computed.get(section) or {}).get("init_args") or {}
+        for key, spec in arguments.items():
+            arguments[key] = canonical_segments(spec, f"{section}.init_args.{key}")
     return hashlib.sha256(yaml.safe_dump(computed, sort_keys=True).encode()).hexdigest()
 
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from featlearn.schedules import Schedule, hold_from, skip_steps
+from featlearn.schedules import Schedule, canonical_segments, hold_from, skip_steps
 
 
 def test_constant():
@@ -178,3 +178,35 @@ def test_hold_from_keeps_the_start_and_holds_a_value_after():
         hold_from(ramp, 3, 0.0, "model.lr_w")
     with pytest.raises(ValueError, match="integer >= 1"):
         hold_from(PROCESS, 0, 0.0, "model.lr_w")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (  # Two Step's lr_b: hold_from(3) cut the open segment of 0 that started at step 2
+            [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "value": 0.0}],
+            [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "end": 2, "value": 0.0}, {"start": 3, "value": 0.0}],
+        ),
+        (0.5, [{"start": 1, "end": 4, "value": 0.5}, {"start": 5, "value": 0.5}]),
+        (
+            [{"value": None, "end": 2}, {"value": 1.0}],
+            [{"start": 1, "end": 2, "value": None}, {"start": 3, "value": 1.0}],
+        ),
+    ],
+)
+def test_canonical_segments_makes_one_schedule_written_two_ways_equal(first, second):
+    assert canonical_segments(first) == canonical_segments(second)
+    if None not in [s["value"] for s in second]:
+        canonical = canonical_segments(second)
+        assert [Schedule(canonical, "a")(t) for t in range(1, 9)] == [Schedule(second, "b")(t) for t in range(1, 9)]
+
+
+def test_canonical_segments_keeps_what_differs():
+    ramp = [{"start": 1, "end": 4, "value": 1.0, "end_value": 0.0, "decay": "linear"}, {"start": 5, "value": 0.0}]
+    assert canonical_segments(ramp) == ramp  # a ramp ending where a constant 0 starts is not merged
+    gap = [{"start": 1, "end": 2, "value": 1.0}, {"start": 3, "end": 3, "value": 0.0}, {"start": 4, "value": 1.0}]
+    assert canonical_segments(gap) == gap
+    assert canonical_segments(PROCESS) == PROCESS
+    split = [{"start": 1, "end": 2, "value": 0.5}, {"start": 3, "value": 0.5}]
+    assert canonical_segments(split) == 0.5
+    assert split[0] == {"start": 1, "end": 2, "value": 0.5}  # the input is not edited

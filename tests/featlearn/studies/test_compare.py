@@ -479,7 +479,9 @@ def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equ
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
     rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 1.0]}}
-    methods.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf, "Again": {}}}, sort_keys=False))
+    # Network's constant rate written as two segments (as hold_from cuts a held schedule): the same run
+    again = {"model": {"init_args": {"lr": [{"start": 1, "end": 2, "value": 0.2}, {"start": 3, "value": 0.2}]}}}
+    methods.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf, "Again": again}}, sort_keys=False))
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
     args += ["--grid-members", "2"]
@@ -496,7 +498,7 @@ def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equ
     assert any("HeldOutAccuracy" in c["class_path"] for c in final["callbacks+"])
     # the final run, with its diagnostics, trains exactly what the lean trial trained
     assert results["RF"] == point["metrics"]
-    assert "Again: the same run as 'Network'" in log  # the configs differ in their loggers only
+    assert "Again: the same run as 'Network'" in log  # the configs differ in their loggers and wording only
     assert results["Again"] == results["Network"]
     times = {r["method"]: float(r["seconds"]) for r in csv.DictReader(open(out / "run_times.csv"))}
     assert times["Again"] == 0.0 and times["Network"] > 0 and times["RF"] > 0
