@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from featlearn.cli.errors import report_errors
+from featlearn.cli.host_memory import keep_freed_memory
 
 
 def configs_command(argv: list[str]) -> None:
@@ -76,12 +77,15 @@ def main(args: list[str] | None = None) -> None:
 
     A user's error (a bad setting, a missing file) prints one message, prefixed with the
     command, and exits with status 2 (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1``
-    shows the traceback).
+    shows the traceback). Started as the command (``args`` None), it first tunes the host
+    allocator to reuse freed tensor memory (:mod:`featlearn.cli.host_memory`).
     """
     use_working_folder()
     argv = sys.argv[1:] if args is None else list(args)
     name = f"featlearn {argv[0]}" if argv and argv[0] in STUDIES else "featlearn"
     with report_errors(name):
+        if args is None:  # the command itself, not a program calling main(): its process, its allocator
+            keep_freed_memory()
         dispatch(args)
 
 

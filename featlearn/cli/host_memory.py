@@ -1,0 +1,83 @@
+"""Host memory for the ``featlearn`` command: freed tensor memory kept for reuse (glibc).
+
+A CPU fit allocates and frees the same large tensors over and over: a full-batch step's
+(S, n, p) temporaries and a probe's Newton iterations are hundreds of MB each, and every
+fit of a study draws its data sets anew. glibc's ``malloc`` serves each block over its
+``mmap`` threshold (at most 32 MB) by a fresh ``mmap`` and returns it on ``free``, so the
+kernel zeroes every page of such a tensor again at its next first touch: on Shi et al.'s
+E.1.2 comparison, millions of minor page faults and a third of the run's time in the
+kernel (``benchmarks/README.md`` has the measurements).
+
+:func:`keep_freed_memory` tells glibc (``mallopt``) to serve large blocks from its heap
+(``M_MMAP_MAX = 0``) and to keep up to ``KEPT_FREE_MB`` of free memory at the top of the
+heap (``M_TRIM_THRESHOLD``) instead of returning it, so the process reuses its pages. The
+price is a higher peak resident set: freed blocks stay with the process, and a heap
+fragments where separate mappings would not.
+
+The console script calls it, never an import of featlearn: a program that imports
+featlearn keeps its own allocator settings. ``FEATLEARN_MALLOC=system`` leaves glibc's
+defaults, and so does any ``MALLOC_*_`` variable or glibc malloc tunable of the user's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+#: The environment variable that chooses: ``keep`` (default) or ``system``.
+ENV = "FEATLEARN_MALLOC"
+CHOICES = ("keep", "system")
+
+#: Free memory kept at the top of the heap, MB (above it, glibc returns memory to the system);
+#: mallopt takes a C int, so at most 2 GiB - 1 byte.
+KEPT_FREE_MB = 512
+
+# mallopt's parameter numbers (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+
+#: The user's own allocator settings, which win over ours.
+_USER_SETTINGS = (
+    "MALLOC_MMAP_MAX_",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_ARENA_MAX",
+)
+
+
+def keep_freed_memory(environ: dict[str, str] | None = None) -> bool:
+    """Tune glibc's ``malloc`` to keep and reuse freed memory; True where it did.
+
+    Does nothing (returns False) off Linux, without glibc, under ``FEATLEARN_MALLOC=system``,
+    or where the user set glibc's malloc variables (``MALLOC_*_``, ``GLIBC_TUNABLES`` with
+    ``glibc.malloc``) or preloaded another allocator (``LD_PRELOAD``).
+
+    Raises:
+        ValueError: ``FEATLEARN_MALLOC`` is neither ``keep`` nor ``system``.
+    """
+    environ = os.environ if environ is None else environ
+    choice = environ.get(ENV, "keep")
+    if choice not in CHOICES:
+        raise ValueError(
+            f"{ENV}={choice!r}: use 'keep' (freed host memory reused, the default) or 'system' (glibc's defaults)."
+        )
+    if choice == "system" or not sys.platform.startswith("linux"):
+        return False
+    if any(name in environ for name in _USER_SETTINGS) or "glibc.malloc" in environ.get("GLIBC_TUNABLES", ""):
+        return False
+    if environ.get("LD_PRELOAD"):  # jemalloc, tcmalloc: the user chose an allocator
+        return False
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # noqa: B018 - only glibc has it (musl's mallopt does nothing)
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_MB * 2**20))

@@ -1,0 +1,63 @@
+"""The command's allocator setting: freed tensor memory is reused, and the user can say no."""
+
+import ctypes.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from featlearn.cli.host_memory import keep_freed_memory
+from featlearn.cli.main import main
+
+GLIBC = sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
+
+#: Allocates and frees a 100 MB tensor five times; prints whether the setting took and the
+#: minor page faults of the last three (each a first touch of pages the kernel zeroes). The
+#: heap settles in the first two (glibc's second block of the size faults too, measured).
+FAULTS = """
+import resource, torch
+from featlearn.cli.host_memory import keep_freed_memory
+kept = keep_freed_memory()
+for _ in range(2):
+    x = torch.ones(25_000_000); del x
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    x = torch.ones(25_000_000); del x
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def _faults(choice: str) -> tuple[str, int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k not in ("LD_PRELOAD",)}
+    env["FEATLEARN_MALLOC"] = choice
+    out = subprocess.run([sys.executable, "-c", FAULTS], env=env, capture_output=True, text=True, check=True)
+    kept, faults = out.stdout.split()
+    return kept, int(faults)
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's malloc only")
+def test_kept_memory_is_reused_without_new_page_faults():
+    kept, with_keep = _faults("keep")
+    system, with_system = _faults("system")
+    assert (kept, system) == ("True", "False")
+    assert with_system > 3 * 20_000  # three fresh 100 MB mappings: about 24 000 pages each
+    assert with_keep < with_system / 10
+
+
+def test_the_user_s_own_settings_win():
+    assert keep_freed_memory({"FEATLEARN_MALLOC": "system"}) is False
+    assert keep_freed_memory({"MALLOC_MMAP_MAX_": "65536"}) is False
+    assert keep_freed_memory({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}) is False
+    assert keep_freed_memory({"LD_PRELOAD": "libjemalloc.so.2"}) is False
+
+
+def test_a_bad_choice_is_named(monkeypatch, capsys):
+    with pytest.raises(ValueError, match="FEATLEARN_MALLOC='yes': use 'keep'"):
+        keep_freed_memory({"FEATLEARN_MALLOC": "yes"})
+    monkeypatch.setenv("FEATLEARN_MALLOC", "yes")
+    monkeypatch.setattr(sys, "argv", ["featlearn", "configs"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert "FEATLEARN_MALLOC='yes'" in capsys.readouterr().err
