@@ -1,4 +1,4 @@
-"""Host memory for the ``featlearn`` command: freed tensor memory kept for reuse (glibc).
+"""Host memory for the ``featlearn`` command: freed tensor memory kept for reuse (glibc), on request.
 
 A CPU fit allocates and frees the same large tensors over and over: a full-batch step's
 (S, n, p) temporaries and a probe's Newton iterations are hundreds of MB each, and every
@@ -12,11 +12,13 @@ kernel (``benchmarks/README.md`` has the measurements).
 (``M_MMAP_MAX = 0``) and to keep up to ``KEPT_FREE_MB`` of free memory at the top of the
 heap (``M_TRIM_THRESHOLD``) instead of returning it, so the process reuses its pages. The
 price is a higher peak resident set: freed blocks stay with the process, and a heap
-fragments where separate mappings would not.
+fragments where separate mappings would not. On Shi et al.'s comparisons it bought a few
+percent of speed for a much higher peak (``benchmarks/README.md``), so it is opt-in,
+``FEATLEARN_MALLOC=keep``, for CPU studies with memory to spare.
 
 The console script calls it, never an import of featlearn: a program that imports
-featlearn keeps its own allocator settings. ``FEATLEARN_MALLOC=system`` leaves glibc's
-defaults, and so does any ``MALLOC_*_`` variable or glibc malloc tunable of the user's.
+featlearn keeps its own allocator settings. The user's own ``MALLOC_*_`` variables, glibc
+malloc tunables or a preloaded allocator win over ``keep``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import ctypes.util
 import os
 import sys
 
-#: The environment variable that chooses: ``keep`` (default) or ``system``.
+#: The environment variable that chooses: ``system`` (default: glibc's own settings) or ``keep``.
 ENV = "FEATLEARN_MALLOC"
 CHOICES = ("keep", "system")
 
@@ -51,18 +53,18 @@ _USER_SETTINGS = (
 def keep_freed_memory(environ: dict[str, str] | None = None) -> bool:
     """Tune glibc's ``malloc`` to keep and reuse freed memory; True where it did.
 
-    Does nothing (returns False) off Linux, without glibc, under ``FEATLEARN_MALLOC=system``,
-    or where the user set glibc's malloc variables (``MALLOC_*_``, ``GLIBC_TUNABLES`` with
+    Acts only under ``FEATLEARN_MALLOC=keep``. Does nothing (returns False) otherwise, off
+    Linux, without glibc, or where the user set glibc's malloc variables (``MALLOC_*_``, ``GLIBC_TUNABLES`` with
     ``glibc.malloc``) or preloaded another allocator (``LD_PRELOAD``).
 
     Raises:
         ValueError: ``FEATLEARN_MALLOC`` is neither ``keep`` nor ``system``.
     """
     environ = os.environ if environ is None else environ
-    choice = environ.get(ENV, "keep")
+    choice = environ.get(ENV, "system")
     if choice not in CHOICES:
         raise ValueError(
-            f"{ENV}={choice!r}: use 'keep' (freed host memory reused, the default) or 'system' (glibc's defaults)."
+            f"{ENV}={choice!r}: use 'system' (glibc's defaults, the default) or 'keep' (freed host memory reused)."
         )
     if choice == "system" or not sys.platform.startswith("linux"):
         return False

@@ -77,8 +77,8 @@ def main(args: list[str] | None = None) -> None:
 
     A user's error (a bad setting, a missing file) prints one message, prefixed with the
     command, and exits with status 2 (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1``
-    shows the traceback). Started as the command (``args`` None), it first tunes the host
-    allocator to reuse freed tensor memory (:mod:`featlearn.cli.host_memory`).
+    shows the traceback). Started as the command (``args`` None) with ``FEATLEARN_MALLOC=keep``,
+    it first tunes the host allocator to reuse freed tensor memory (:mod:`featlearn.cli.host_memory`).
     """
     use_working_folder()
     argv = sys.argv[1:] if args is None else list(args)

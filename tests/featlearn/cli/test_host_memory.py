@@ -1,4 +1,4 @@
-"""The command's allocator setting: freed tensor memory is reused, and the user can say no."""
+"""The command's allocator setting: on request, freed tensor memory is reused; the user's own settings win."""
 
 import ctypes.util
 import os
@@ -45,15 +45,17 @@ def test_kept_memory_is_reused_without_new_page_faults():
     assert with_keep < with_system / 10
 
 
-def test_the_user_s_own_settings_win():
+def test_glibc_s_defaults_stay_unless_asked_and_the_user_s_own_settings_win():
+    assert keep_freed_memory({}) is False
     assert keep_freed_memory({"FEATLEARN_MALLOC": "system"}) is False
-    assert keep_freed_memory({"MALLOC_MMAP_MAX_": "65536"}) is False
-    assert keep_freed_memory({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}) is False
-    assert keep_freed_memory({"LD_PRELOAD": "libjemalloc.so.2"}) is False
+    keep = {"FEATLEARN_MALLOC": "keep"}
+    assert keep_freed_memory({**keep, "MALLOC_MMAP_MAX_": "65536"}) is False
+    assert keep_freed_memory({**keep, "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}) is False
+    assert keep_freed_memory({**keep, "LD_PRELOAD": "libjemalloc.so.2"}) is False
 
 
 def test_a_bad_choice_is_named(monkeypatch, capsys):
-    with pytest.raises(ValueError, match="FEATLEARN_MALLOC='yes': use 'keep'"):
+    with pytest.raises(ValueError, match="FEATLEARN_MALLOC='yes': use 'system'"):
         keep_freed_memory({"FEATLEARN_MALLOC": "yes"})
     monkeypatch.setenv("FEATLEARN_MALLOC", "yes")
     monkeypatch.setattr(sys, "argv", ["featlearn", "configs"])
