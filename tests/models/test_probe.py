@@ -5,6 +5,7 @@ from sklearn.linear_model import LogisticRegression
 
 from featlearn.datamodules import SparseCoding
 from featlearn.models import SteppedFeatureProbe, TwoLayerNet
+from featlearn.models.probe import weighted_gram
 
 from ..conftest import grouped  # noqa: TID252
 from .test_linearized import SHI_NET
@@ -50,6 +51,17 @@ def test_probe_is_the_converged_logistic_regression(fit):
     assert probe.probe_report["train_error"] == pytest.approx(
         float((y * probe.scores(x) <= 0).double().mean()), abs=1e-12
     )
+
+
+def test_the_hessian_in_blocks_of_rows_equals_its_one_product_form():
+    generator = torch.Generator().manual_seed(0)
+    u = torch.randn(3, 1000, 7, generator=generator, dtype=torch.float64)  # (S, n, p)
+    weight = torch.rand(3, 1000, generator=generator, dtype=torch.float64)
+    h_vv, h_vc = weighted_gram(u, weight, block_bytes=3 * 7 * 8 * 64)  # 64 rows a block, the last one short
+    torch.testing.assert_close(h_vv, torch.bmm(u.transpose(1, 2), u * weight.unsqueeze(-1)), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(h_vc, torch.bmm(u.transpose(1, 2), weight.unsqueeze(-1)), rtol=1e-12, atol=1e-12)
+    whole = weighted_gram(u, weight)  # one block
+    torch.testing.assert_close(whole[0], h_vv, rtol=1e-12, atol=1e-12)
 
 
 def test_probe_scores_a_set_from_kept_preactivations_with_its_output_bias(fit):
