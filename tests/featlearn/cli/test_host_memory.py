@@ -12,9 +12,10 @@ from featlearn.cli.main import main
 
 GLIBC = sys.platform.startswith("linux") and ctypes.util.find_library("c") is not None
 
-#: Allocates and frees a 100 MB tensor five times; prints whether the setting took and the
-#: minor page faults of the last three (each a first touch of pages the kernel zeroes). The
-#: heap settles in the first two (glibc's second block of the size faults too, measured).
+#: Allocates and frees a 100 MB tensor eight times; prints whether the setting took and the
+#: minor page faults of the last six (each a first touch of pages the kernel zeroes). The
+#: heap settles in the first two; now and then one later block still comes fresh (measured:
+#: 0 or one block's 24 000 faults in six, against about 146 000 with glibc's defaults).
 FAULTS = """
 import resource, torch
 from featlearn.cli.host_memory import keep_freed_memory
@@ -22,7 +23,7 @@ kept = keep_freed_memory()
 for _ in range(2):
     x = torch.ones(25_000_000); del x
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(3):
+for _ in range(6):
     x = torch.ones(25_000_000); del x
 print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
@@ -41,8 +42,8 @@ def test_kept_memory_is_reused_without_new_page_faults():
     kept, with_keep = _faults("keep")
     system, with_system = _faults("system")
     assert (kept, system) == ("True", "False")
-    assert with_system > 3 * 20_000  # three fresh 100 MB mappings: about 24 000 pages each
-    assert with_keep < with_system / 10
+    assert with_system > 6 * 20_000  # six fresh 100 MB mappings: about 24 000 pages each
+    assert with_keep < with_system / 3  # at most one of the six blocks mapped afresh
 
 
 def test_glibc_s_defaults_stay_unless_asked_and_the_user_s_own_settings_win():
