@@ -17,7 +17,7 @@ percent of speed for a much higher peak (``benchmarks/README.md``), so it is opt
 ``FEATLEARN_MALLOC=keep``, for CPU studies with memory to spare.
 
 The console script calls it, never an import of featlearn: a program that imports
-featlearn keeps its own allocator settings. The user's own ``MALLOC_*_`` variables, glibc
+featlearn keeps its own allocator settings. The user's own ``MALLOC_*`` variables, glibc
 malloc tunables or a preloaded allocator win over ``keep``.
 """
 
@@ -27,6 +27,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from collections.abc import Mapping
 
 #: The environment variable that chooses: ``system`` (default: glibc's own settings) or ``keep``.
 ENV = "FEATLEARN_MALLOC"
@@ -40,22 +41,25 @@ KEPT_FREE_MB = 512
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 
-#: The user's own allocator settings, which win over ours.
-_USER_SETTINGS = (
-    "MALLOC_MMAP_MAX_",
-    "MALLOC_MMAP_THRESHOLD_",
-    "MALLOC_TRIM_THRESHOLD_",
-    "MALLOC_TOP_PAD_",
-    "MALLOC_ARENA_MAX",
-)
+
+def glibc() -> ctypes.CDLL | None:
+    """This process's C library where it is glibc (Linux); None elsewhere (musl's ``mallopt`` does nothing)."""
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "gnu_get_libc_version") else None
 
 
-def keep_freed_memory(environ: dict[str, str] | None = None) -> bool:
+def keep_freed_memory(environ: Mapping[str, str] | None = None) -> bool:
     """Tune glibc's ``malloc`` to keep and reuse freed memory; True where it did.
 
-    Acts only under ``FEATLEARN_MALLOC=keep``. Does nothing (returns False) otherwise, off
-    Linux, without glibc, or where the user set glibc's malloc variables (``MALLOC_*_``, ``GLIBC_TUNABLES`` with
-    ``glibc.malloc``) or preloaded another allocator (``LD_PRELOAD``).
+    Acts only under ``FEATLEARN_MALLOC=keep``. Does nothing (returns False) otherwise,
+    without glibc, or where the user chose for the allocator: a ``MALLOC_*`` variable,
+    ``GLIBC_TUNABLES`` with ``glibc.malloc``, or a preloaded allocator (``LD_PRELOAD``).
 
     Raises:
         ValueError: ``FEATLEARN_MALLOC`` is neither ``keep`` nor ``system``.
@@ -66,20 +70,13 @@ def keep_freed_memory(environ: dict[str, str] | None = None) -> bool:
         raise ValueError(
             f"{ENV}={choice!r}: use 'system' (glibc's defaults, the default) or 'keep' (freed host memory reused)."
         )
-    if choice == "system" or not sys.platform.startswith("linux"):
+    if choice == "system" or environ.get("LD_PRELOAD"):  # LD_PRELOAD: jemalloc, tcmalloc
         return False
-    if any(name in environ for name in _USER_SETTINGS) or "glibc.malloc" in environ.get("GLIBC_TUNABLES", ""):
+    if any(name.startswith("MALLOC_") for name in environ) or "glibc.malloc" in environ.get("GLIBC_TUNABLES", ""):
         return False
-    if environ.get("LD_PRELOAD"):  # jemalloc, tcmalloc: the user chose an allocator
+    libc = glibc()
+    if libc is None:
         return False
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version  # noqa: B018 - only glibc has it (musl's mallopt does nothing)
-    except (OSError, AttributeError):
-        return False
+    mallopt = libc.mallopt
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_MB * 2**20))

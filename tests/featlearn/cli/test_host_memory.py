@@ -1,22 +1,13 @@
 """The command's allocator setting: on request, freed tensor memory is reused; the user's own settings win."""
 
-import ctypes.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from featlearn.cli.host_memory import keep_freed_memory
+from featlearn.cli.host_memory import glibc, keep_freed_memory
 from featlearn.cli.main import main
-
-
-def _glibc() -> bool:
-    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-    try:
-        return name is not None and hasattr(ctypes.CDLL(name), "gnu_get_libc_version")
-    except OSError:
-        return False
 
 
 def _huge_pages_always() -> bool:
@@ -27,7 +18,7 @@ def _huge_pages_always() -> bool:
         return False
 
 
-GLIBC = _glibc()
+GLIBC = glibc() is not None
 
 #: Allocates and frees a 100 MB tensor eight times; prints whether the setting took and the
 #: minor page faults of the last six (each a first touch of pages the kernel zeroes). The
