@@ -37,12 +37,14 @@ def early_gradient_cosines(gradients: Tensor, chunks: int) -> dict[str, float]:
     r"""Table 7: how steady a neuron's early gradients are.
 
     The gradients g_1..g_T (T, fan_in) of one filter over the first T steps are split in
-    ``chunks`` consecutive chunks of T / chunks steps; v_c is the mean of chunk c and
+    ``chunks`` consecutive chunks of T / chunks steps (sizes differing by at most one when
+    ``chunks`` does not divide T; T >= ``chunks``); v_c is the mean of chunk c and
     :math:`\bar v = \frac{1}{C}\sum_c v_c`. Returns cos(v_c, v̄) for every c (``cos_v{c}_vbar``)
     and cos(v_c, v_c') for every pair (``cos_v{c}_v{c'}``). Values near 1 say the early
     steps keep pushing the neuron one way (the paper finds 0.65 to 0.97).
     """
-    means = torch.stack([chunk.mean(0) for chunk in gradients.double().chunk(chunks)])  # (C, fan_in)
+    # tensor_split, not chunk: Tensor.chunk(3) of T = 4 rows gives 2 chunks of 2.
+    means = torch.stack([part.mean(0) for part in torch.tensor_split(gradients.double(), chunks)])  # (C, fan_in)
     vbar = means.mean(0, keepdim=True)
     out = {f"cos_v{c + 1}_vbar": float(v) for c, v in enumerate(cosines(means, vbar).squeeze(-1))}
     pairwise = cosines(means, means)

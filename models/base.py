@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -19,6 +20,22 @@ from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int, check_number
 from featlearn.wiring import DataWiring
+
+
+def constructor_arguments(cls: type) -> set[str] | None:
+    """The keyword arguments ``cls(...)`` takes, its bases' through ``**kwargs`` included; None: any keyword."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters.values()
+        names |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return names
+        if klass is ScheduledSGDModule:  # its bases (LightningModule) take no learner settings
+            return names
+    return None
 
 
 def _segment_values(schedule: Schedule) -> list[float]:
@@ -378,9 +395,21 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.raise_if_diverged()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Refuse to checkpoint weights a pending loss shows to have diverged; keep the logged member losses."""
+        """Refuse to checkpoint weights a pending loss shows to have diverged; keep the logged member losses.
+
+        The saved hyperparameters keep only arguments this learner's constructor takes:
+        the command line links ``data.input_dim`` into every learner's config, and Lightning
+        records the link even for a learner without ``input_dim``; a resume that rebuilt
+        the learner from such a checkpoint would fail on the stray argument.
+        """
         self.raise_if_diverged()
         checkpoint["featlearn_logged_member_losses"] = dict(self.logged_member_losses)
+        hparams = checkpoint.get("hyper_parameters")
+        if isinstance(hparams, dict):
+            taken = constructor_arguments(type(self))
+            if taken is not None:
+                for key in [k for k in hparams if not k.startswith("_") and k not in taken]:
+                    del hparams[key]
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Restore the logged member losses, so observers of a resumed run see the whole run's."""

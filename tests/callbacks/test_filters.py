@@ -19,6 +19,14 @@ def test_early_gradient_cosines_by_hand():
     assert set(out) == {"cos_v1_vbar", "cos_v2_vbar", "cos_v3_vbar", "cos_v1_v2", "cos_v1_v3", "cos_v2_v3"}
 
 
+def test_early_gradient_cosines_make_as_many_chunks_as_asked_when_they_do_not_divide_t():
+    e1, e2 = torch.eye(2, dtype=torch.float64)
+    grads = torch.stack([e1, e1, e2, e1 + e2])  # T = 4, 3 chunks: [e1, e1], [e2], [e1 + e2]
+    out = early_gradient_cosines(grads, 3)
+    assert out["cos_v1_v2"] == pytest.approx(0.0) and out["cos_v2_v3"] == pytest.approx(2**-0.5)
+    assert len(out) == 6
+
+
 def test_clusters_of_directions_are_counted_by_the_silhouette():
     gen = torch.Generator().manual_seed(0)
     centres = torch.eye(6, dtype=torch.float64)[:3] * 5  # three orthogonal directions
