@@ -33,6 +33,38 @@ def shipped_experiments() -> list[str]:
     return sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.yaml"))
 
 
+def config_summary(path: Path) -> str:
+    """A shipped config's one-line summary: its first line, ``#: ...`` (every shipped config has one)."""
+    first = path.read_text().split("\n", 1)[0]
+    return first.removeprefix("#:").strip() if first.startswith("#:") else ""
+
+
+#: The groups of shipped configs ``featlearn configs`` lists: folder -> heading.
+CONFIG_GROUPS = {
+    "experiments": "Experiments and their overlays (featlearn fit --config NAME [--config OVERLAY])",
+    "model": "Model overlays (featlearn fit --config EXPERIMENT --config NAME)",
+    "debug": "Debug overlays (featlearn fit --config EXPERIMENT --config NAME)",
+    "compare": "Methods files (featlearn compare --config EXPERIMENT --methods NAME)",
+    "samples": "Sample-complexity studies (featlearn samples --config EXPERIMENT --study NAME)",
+    "reproduce": "Reproduction plans (featlearn reproduce --paper PAPER, PAPER the name after reproduce/)",
+    "": "Defaults (loaded before every --config)",
+}
+
+
+def shipped_configs() -> dict[str, list[tuple[str, str]]]:
+    """Every shipped config by group (:data:`CONFIG_GROUPS`): the name a ``--config`` takes, and its summary."""
+    root = config_root()
+    groups: dict[str, list[tuple[str, str]]] = {group: [] for group in CONFIG_GROUPS}
+    for path in sorted(root.rglob("*.yaml")):
+        relative = path.relative_to(root)
+        group = relative.parts[0] if len(relative.parts) > 1 else ""
+        if group not in groups:
+            groups[group] = []
+        name = relative.relative_to("experiments") if group == "experiments" else relative
+        groups[group].append((str(name.with_suffix("")), config_summary(path)))
+    return groups
+
+
 def resolve_config(name: str) -> Path:
     """The file a ``--config`` value names: an existing path, else a shipped config.
 

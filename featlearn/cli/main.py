@@ -23,7 +23,7 @@ from featlearn.cli.host_memory import keep_freed_memory
 
 def configs_command(argv: list[str]) -> None:
     """``featlearn configs``: list the shipped experiments; ``featlearn configs copy NAME [DEST]``: copy one."""
-    from featlearn.config_files import resolve_config, shipped_experiments
+    from featlearn.config_files import CONFIG_GROUPS, resolve_config, shipped_configs
 
     parser = argparse.ArgumentParser(prog="featlearn configs", description="The configs shipped with featlearn.")
     sub = parser.add_subparsers(dest="action")
@@ -32,9 +32,15 @@ def configs_command(argv: list[str]) -> None:
     copy.add_argument("dest", nargs="?", default=None, help="File or folder to write (default: ./NAME's file name).")
     args = parser.parse_args(argv)
     if args.action is None:
-        print("Shipped experiments and overlays (featlearn fit --config NAME [--config OVERLAY]):")
-        for name in shipped_experiments():
-            print(f"  {name}")
+        groups = shipped_configs()
+        width = max(len(name) for entries in groups.values() for name, _ in entries)
+        for group, entries in groups.items():
+            if not entries:
+                continue
+            print(f"{CONFIG_GROUPS.get(group, group)}:")
+            for name, summary in entries:
+                print(f"  {name:<{width}}  {summary}")
+        print("Copy one out to edit: featlearn configs copy NAME [DEST]")
         return
     try:
         source = resolve_config(args.name)

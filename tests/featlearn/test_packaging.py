@@ -34,11 +34,25 @@ def test_public_api_names():
 def test_configs_command_lists_and_copies_shipped_experiments(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "featlearn", "configs"], capture_output=True, text=True, check=True)
     assert "glasgow_xor" in listed.stdout and "shi/d100" in listed.stdout
+    # Everything shipped is listed, one line each with its summary.
+    for path in sorted((REPO / "configs").rglob("*.yaml")):
+        relative = path.relative_to(REPO / "configs").with_suffix("")
+        name = str(relative.relative_to("experiments")) if relative.parts[0] == "experiments" else str(relative)
+        summary = path.read_text().split("\n", 1)[0].removeprefix("#:").strip()
+        assert any(
+            line.split() and line.split()[0] == name and line.endswith(summary) for line in listed.stdout.splitlines()
+        ), name
     copy = [sys.executable, "-m", "featlearn", "configs", "copy", "shi_parity", str(tmp_path)]
     subprocess.run(copy, capture_output=True, text=True, check=True, cwd=tmp_path)
     assert (tmp_path / "shi_parity.yaml").read_text() == (REPO / "configs/experiments/shi_parity.yaml").read_text()
     again = subprocess.run(copy, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode != 0 and "never overwrites" in again.stderr
+
+
+def test_every_shipped_config_states_a_one_line_summary_first():
+    for path in sorted((REPO / "configs").rglob("*.yaml")):
+        first = path.read_text().split("\n", 1)[0]
+        assert first.startswith("#: ") and 10 <= len(first) <= 103, f"{path}: first line {first!r}"
 
 
 def test_wheel_install_runs_a_shipped_experiment_from_another_folder(tmp_path):
