@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.batches import SetRows, TrainBatch, take_rows
@@ -265,7 +266,32 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         trainer = getattr(self, "trainer", None)
         if trainer is not None and trainer.max_steps is not None:
             self.batch_size.check_covers(trainer.max_steps)
+        self.warn_of_whole_set_batches(trainer.max_steps if trainer is not None else None)
         return _StepStream(self)
+
+    def warn_of_whole_set_batches(self, max_steps: int | None) -> None:
+        """Say, once, at which steps ``batch_size`` asks for more rows than the training set has.
+
+        Such a step uses the whole training set (a full-batch gradient, as Shi et al.'s
+        steps 1-2 do on purpose), which is not what a batch size larger than the data set
+        says; the warning names the steps and both sizes.
+        """
+        n = self.set_size("train")
+        if not n:
+            return
+        over = [
+            seg
+            for seg in self.batch_size.segments
+            if max(v for v in (seg.value, seg.end_value) if v is not None) > n
+            and (max_steps is None or max_steps <= 0 or seg.start <= max_steps)
+        ]
+        for seg in over:
+            steps = f"{seg.start}.." + (str(seg.end) if seg.end is not None else "")
+            rank_zero_warn(
+                f"data.batch_size is {int(seg.value)} at steps {steps}, more than the {n} training samples: those "
+                f"steps use the whole training set (a full-batch gradient). Set data.batch_size <= {n} to sample "
+                f"minibatches of the set."
+            )
 
     def val_dataloader(self) -> _Chunks:
         """The validation set in chunks of at most ``eval_batch_size``."""

@@ -52,6 +52,8 @@ def test_data_model_example_runs_through_the_console_script_from_its_folder(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     pictures = sorted(p.name for p in (tmp_path / "runs").rglob("mds_step*.png"))
     assert pictures == ["mds_step0.png", "mds_step1.png", "mds_step2.png", "mds_step4.png"]
+    # base.yaml's checkpointing stays (`callbacks+`): the run can be resumed.
+    assert [p.parent.parent.name for p in (tmp_path / "runs").rglob("checkpoints/last.ckpt")] == ["version_0"]
 
 
 def test_the_readme_reproduction_tables_are_the_committed_reports():

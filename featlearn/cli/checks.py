@@ -79,20 +79,31 @@ def check_trainer(trainer) -> None:
 
 
 def check_writable_folder(folder: Path, setting: str) -> None:
-    """``folder`` exists (it is created) and can be written.
+    """``folder`` can be created (or exists) and written, checked without creating anything.
+
+    A run that then fails to start leaves no folder behind: the folder is made by the run
+    itself, once it starts.
 
     Raises:
-        ValueError: It is a file, lies under a file, or cannot be created or written.
+        ValueError: It is a file, lies under a file, or its nearest existing folder
+            cannot be written.
     """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ValueError(f"{setting} = {str(folder)!r} is, or lies under, a file: choose a folder.") from None
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise ValueError(f"{setting} = {str(folder)!r} cannot be created ({reason}): choose another folder.") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{setting} = {str(folder)!r} cannot be written (permission denied): choose another folder.")
+    existing = folder.absolute()
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link: mkdir would fail on it
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise ValueError(f"{setting} = {str(folder)!r} is, or lies under, a file: choose a folder.")
+    if not existing.exists():
+        raise ValueError(
+            f"{setting} = {str(folder)!r} cannot be created (a broken link on the way): choose another folder."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == folder.absolute() else f" (its folder {str(existing)!r})"
+        raise ValueError(
+            f"{setting} = {str(folder)!r} cannot be written{where}: permission denied. Choose another folder."
+        )
 
 
 def check_checkpoint_path(ckpt_path) -> None:
@@ -113,16 +124,45 @@ def check_checkpoint_path(ckpt_path) -> None:
 
 
 # ---------------------------------------------------------------------------- resuming
-def resolve_last_checkpoint(config) -> None:
-    """``--ckpt_path last``: the latest run of this experiment that has a ``last.ckpt``, continued in its own folder.
+def checkpoint_step(path: Path) -> int | None:
+    """The update step a checkpoint was saved at (its ``global_step``); None where it cannot be read."""
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
+    except Exception:  # noqa: BLE001 - a file that is not a checkpoint: the resume's own load says why
+        return None
 
-    Lightning's own ``last`` looks in the new run's folder, which is empty. Here the
-    logger's ``save_dir/name/version_*`` folders are searched, the highest version with a
-    ``checkpoints/last.ckpt`` is taken, and the logger is pointed at that folder, so the
-    curves, pictures and checkpoints continue where they were (in place).
+
+def planned_steps(folder: Path) -> int | None:
+    """``trainer.max_steps`` of the run in ``folder``, from its ``config.yaml``; None where it has none."""
+    try:
+        saved = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    steps = (saved.get("trainer") or {}).get("max_steps") if isinstance(saved, dict) else None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+
+
+def run_folders(experiment: Path) -> list[Path]:
+    """The ``version_K`` folders of an experiment, by K."""
+    numbered = [f for f in experiment.glob("version_*") if f.name.removeprefix("version_").isdigit() and f.is_dir()]
+    return sorted(numbered, key=lambda f: int(f.name.removeprefix("version_")))
+
+
+def resolve_last_checkpoint(config, subcommand: str = "fit") -> None:
+    """``--ckpt_path last``: the latest run of this experiment, continued in its own folder, and never an older one.
+
+    Lightning's own ``last`` looks in the new run's folder, which is empty. Here the run is
+    the logger's ``save_dir/name/version`` folder when ``version`` is set, else the highest
+    ``version_K``; its ``checkpoints/last.ckpt`` is taken and the logger is pointed at that
+    folder, so the curves, pictures and checkpoints continue where they were (in place).
+
+    Two cases are refused instead of guessed at: a latest run with no checkpoint (an older
+    run is never taken in its place), and, for ``fit``, a run that already finished all its
+    steps (extending it is a choice made by giving its checkpoint's path).
 
     Raises:
-        ValueError: No run of the experiment has a ``last.ckpt``.
+        ValueError: No run, a latest run without ``last.ckpt``, or a finished run; the
+            message names the folder and the commands that go on.
     """
     if config.get("ckpt_path") != "last":
         return
@@ -131,19 +171,42 @@ def resolve_last_checkpoint(config) -> None:
     if init_args is None or not init_args.get("save_dir") or init_args.get("name") is None:
         return  # no versioned run folders: Lightning's own lookup
     experiment = Path(init_args["save_dir"]) / str(init_args["name"])
-    found = sorted(
-        (int(folder.name.removeprefix("version_")), folder)
-        for folder in experiment.glob("version_*")
-        if folder.name.removeprefix("version_").isdigit() and (folder / "checkpoints" / "last.ckpt").is_file()
-    )
-    if not found:
+    version = init_args.get("version")
+    if version is not None:
+        folders = [experiment / (version if isinstance(version, str) else f"version_{version}")]
+        folders = [f for f in folders if f.is_dir()]
+    else:
+        folders = run_folders(experiment)
+    if not folders:
         raise ValueError(
             f"--ckpt_path last: no run under {str(experiment)!r} has a checkpoints/last.ckpt to resume. Start a new "
             f"run without --ckpt_path, or give the checkpoint's path."
         )
-    folder = found[-1][1]
-    config["ckpt_path"] = str(folder / "checkpoints" / "last.ckpt")
-    init_args["version"] = folder.name
+    folder = folders[-1]
+    last = folder / "checkpoints" / "last.ckpt"
+    if not last.is_file():
+        older = [f / "checkpoints" / "last.ckpt" for f in folders[:-1] if (f / "checkpoints" / "last.ckpt").is_file()]
+        other = f"; or, to go on with an older run, give its checkpoint: --ckpt_path {older[-1]}" if older else ""
+        raise ValueError(
+            f"--ckpt_path last: the latest run of this experiment, {str(folder)!r}, has no checkpoints/last.ckpt "
+            f"(it stopped before its first checkpoint was written): there is nothing of it to resume. Start it again "
+            f"without --ckpt_path{other}."
+        )
+    step, planned = checkpoint_step(last), planned_steps(folder)
+    wanted = (config.get("trainer") or {}).get("max_steps")
+    if subcommand == "fit" and step is not None and planned is not None and step >= planned:
+        extend = (
+            f"To extend it to {wanted} steps, say so by giving its checkpoint: --ckpt_path {last} (it goes on in "
+            f"{folder.name})"
+            if isinstance(wanted, int) and wanted > step
+            else f"To train it further, raise --trainer.max_steps and give its checkpoint: --ckpt_path {last}"
+        )
+        raise ValueError(
+            f"--ckpt_path last: the latest run of this experiment, {str(folder)!r}, finished all its {planned} update "
+            f"steps: there is nothing to resume. {extend}; or start a new run without --ckpt_path."
+        )
+    config["ckpt_path"] = str(last)
+    init_args["version"] = folder.name if version is None else version
 
 
 def continue_in_checkpoint_folder(config) -> None:
@@ -245,7 +308,6 @@ def describe_data(states: dict) -> str:
 def plain_arguments(value) -> dict:
     """A parsed config's ``init_args`` (a jsonargparse Namespace, a mapping or None) as a plain dict."""
     return value.as_dict() if isinstance(value, Namespace) else dict(value or {})
-
 
 
 def _flat_arguments(arguments: dict, prefix: str = "") -> dict:

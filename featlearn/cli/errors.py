@@ -40,11 +40,13 @@ USER_ERRORS = (
 )
 #: Set to 1 to see the traceback of an error featlearn would otherwise explain in one message.
 TRACEBACK_VARIABLE = "FEATLEARN_TRACEBACK"
+#: The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process that Ctrl-C ended.
+INTERRUPTED_STATUS = 130
 #: Lines the parser wraps real messages in.
 _WRAPPERS = ("Does not validate against any of the Union subtypes", "Problem with given class_path", "Parser key")
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
+def exception_chain(error: BaseException) -> Iterator[BaseException]:
     """``error``, then its causes, outermost first."""
     seen = set()
     while error is not None and id(error) not in seen:
@@ -96,7 +98,7 @@ def _unknown_argument(text: str) -> str | None:
 
 def explain(error: BaseException) -> str:
     """The message a person needs from ``error``: featlearn's own, not the parser's wrapping of it."""
-    chain = list(_chain(error))
+    chain = list(exception_chain(error))
     everything = "\n".join(str(e) for e in chain)
     unknown = _unknown_argument(everything)
     if unknown:
@@ -120,10 +122,14 @@ def explain(error: BaseException) -> str:
 def report_errors(command: str = "featlearn") -> Iterator[None]:
     """Run the block; a user's error becomes one line on stderr and exit status 2 (no traceback).
 
-    ``FEATLEARN_TRACEBACK=1`` lets the error through with its traceback.
+    ``FEATLEARN_TRACEBACK=1`` lets the error through with its traceback. Ctrl-C ends with
+    status 130, whether Lightning stopped the run gracefully (it exits with 1) or not.
     """
     try:
         yield
+    except KeyboardInterrupt:  # Ctrl-C outside a training loop (Lightning handles the ones inside)
+        print(f"\n{command}: interrupted.", file=sys.stderr)
+        raise SystemExit(INTERRUPTED_STATUS) from None
     except USER_ERRORS as error:
         if os.environ.get(TRACEBACK_VARIABLE) == "1":
             raise
@@ -133,6 +139,8 @@ def report_errors(command: str = "featlearn") -> Iterator[None]:
     except SystemExit as exit_:
         # The parser exits after printing its own message; a wrapped error exits with ours.
         cause = None if exit_.__suppress_context__ else exit_.__context__
+        if isinstance(cause, KeyboardInterrupt):  # Lightning's graceful stop after Ctrl-C exits with 1
+            raise SystemExit(INTERRUPTED_STATUS) from None
         if exit_.code not in (0, None) and isinstance(cause, USER_ERRORS) and os.environ.get(TRACEBACK_VARIABLE) != "1":
             print(f"{command}: error: {explain(cause)}", file=sys.stderr)
             raise SystemExit(2) from None

@@ -41,7 +41,11 @@ from featlearn.cli.checks import (  # noqa: E402
     plain_arguments,
     resolve_last_checkpoint,
 )
+from featlearn.cli.errors import exception_chain  # noqa: E402
+from featlearn.cli.interrupt import StopAtStepBoundary  # noqa: E402
+from featlearn.cli.progress import StepProgressBar  # noqa: E402
 from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
+from featlearn.cli.suggest import suggest_correction  # noqa: E402
 from featlearn.cli.summary import result_block  # noqa: E402
 from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
@@ -132,22 +136,51 @@ class FeatlearnCLI(LightningCLI):
         )
 
     def parse_arguments(self, parser, args) -> None:
-        """Parse, then check what would fail later (trainer settings, the checkpoint), before anything is built."""
-        super().parse_arguments(parser, args)
+        """Parse, then check what would fail later (trainer settings, the checkpoint), before anything is built.
+
+        The learner's ensemble size is given to the data model and its null process
+        constants are filled here, so that a resume compares the settings as the run
+        resolved them (its checkpoint keeps the filled values).
+        """
+        try:
+            super().parse_arguments(parser, args)
+        except Exception as error:  # the parser's own errors: name the closest valid name where there is one
+            argv = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
+            text = "\n".join(str(e) for e in exception_chain(error))
+            correction = suggest_correction(text, argv, parser.parse_args) if argv is not None else None
+            if correction:
+                raise ValueError(correction) from None
+            raise
         config = self.config.get(self.config.get("subcommand") or "", self.config)
         check_trainer(config.get("trainer") or {})
-        resolve_last_checkpoint(config)
+        resolve_last_checkpoint(config, self.config.get("subcommand") or "fit")
         check_checkpoint_path(config.get("ckpt_path"))
         continue_in_checkpoint_folder(config)
+        # Before the resume check: a checkpoint keeps the constants the data model filled in.
+        share_ensemble_size(config)
+        fill_process_constants(config)
         data_class = config_class(config.get("data.class_path"))
         featlearn_data = isinstance(data_class, type) and issubclass(data_class, DataModel)
         check_resume(config, data_class, data_class.resume_free_arguments if featlearn_data else ())
 
-    def before_instantiate_classes(self) -> None:
-        """Give the data model the learner's ensemble size and fill null process constants."""
-        config = self.config.get(self.subcommand) if self.subcommand else self.config
-        share_ensemble_size(config)
-        fill_process_constants(config)
+    def instantiate_trainer(self, **kwargs) -> pl.Trainer:
+        """The trainer of the config, with the callbacks every featlearn run has whatever its config lists.
+
+        :class:`~featlearn.cli.interrupt.StopAtStepBoundary` (Ctrl-C stops at a step boundary
+        with a checkpoint) and, where the bar is on and the config names none, the
+        :class:`~featlearn.cli.progress.StepProgressBar` (update steps of ``max_steps``).
+        """
+        trainer = (
+            self.config_init.get(self.subcommand, self.config_init) if self.subcommand else self.config_init
+        ).get("trainer") or {}
+        callbacks = trainer.get("callbacks") or []
+        callbacks = list(callbacks) if isinstance(callbacks, list) else [callbacks]
+        check_distinct_states(callbacks)
+        callbacks.append(StopAtStepBoundary())
+        has_bar = any(isinstance(c, pl.callbacks.ProgressBar) for c in callbacks)
+        if trainer.get("enable_progress_bar", True) is not False and not has_bar:
+            callbacks.append(StepProgressBar())
+        return super().instantiate_trainer(**{**kwargs, "callbacks": callbacks})
 
     def before_fit(self) -> None:  # noqa: D102
         self._hold_run_folder()
@@ -228,9 +261,14 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
     defaults = [str(base_config())]
     # The parser raises its errors instead of printing its usage and exiting: featlearn.cli.errors
     # turns them into one message.
-    parser_settings = {"default_config_files": defaults, "exit_on_error": False}
+    # No abbreviations: `--trainer.max_step 5` must be refused (with the name it means), not taken as max_steps.
+    parser_settings = {"default_config_files": defaults, "exit_on_error": False, "allow_abbrev": False}
     parser_kwargs = (
-        {"exit_on_error": False, **{sub: parser_settings for sub in ("fit", "validate", "test", "predict")}}
+        {
+            "exit_on_error": False,
+            "allow_abbrev": False,
+            **{sub: parser_settings for sub in ("fit", "validate", "test", "predict")},
+        }
         if run
         else parser_settings
     )
@@ -303,7 +341,6 @@ def fill_process_constants(config) -> None:
         _set_argument(init_args, path, constants[name])
 
 
-
 def _set_argument(init_args, path: str, value) -> None:
     """Set the dotted ``path`` (``init.sigma_w``, ``noise_std.0.value``: list positions as numbers) in place."""
     *parents, last = path.split(".")
@@ -311,3 +348,27 @@ def _set_argument(init_args, path: str, value) -> None:
     for key in parents:
         node = node[int(key)] if isinstance(node, list) else node[key]
     node[int(last) if isinstance(node, list) else last] = value
+
+
+def check_distinct_states(callbacks: list) -> None:
+    """Two callbacks with state must differ in settings: a checkpoint keeps each state under its ``state_key``.
+
+    Lightning finds the clash only when it builds the trainer, and raises a RuntimeError
+    with a traceback; here it is a one-line error that names the callback.
+
+    Raises:
+        ValueError: Two stateful callbacks share a ``state_key`` (the same class, the same settings).
+    """
+    seen: dict[str, str] = {}
+    for callback in callbacks:
+        if not isinstance(callback, pl.Callback) or type(callback).state_dict is pl.Callback.state_dict:
+            continue
+        key = callback.state_key
+        if key in seen:
+            name = type(callback).__name__
+            raise ValueError(
+                f"trainer.callbacks has {name} twice with the same settings: a checkpoint could not tell their states "
+                f"apart. Drop one (`callbacks+:` in a config and `--trainer.callbacks+` add to the lists of base.yaml "
+                f"and the experiment), or give the second other settings."
+            )
+        seen[key] = type(callback).__name__

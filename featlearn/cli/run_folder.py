@@ -23,6 +23,8 @@ def lock_file(folder: Path) -> Path:
 
 #: Folders this process holds, by resolved path -> the open lock file's descriptor.
 _HELD: dict[Path, int] = {}
+#: Per held folder, the folders above it that taking it created (the experiment's, save_dir), innermost first.
+_MADE: dict[Path, list[Path]] = {}
 
 
 def lock_run_folder(folder: Path) -> None:
@@ -34,7 +36,9 @@ def lock_run_folder(folder: Path) -> None:
     key = folder.resolve()
     if key in _HELD:
         return
+    made = [p for p in [folder.parent, *folder.parent.parents] if not p.exists()]
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _MADE[key] = made
     descriptor = os.open(lock_file(folder), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -57,14 +61,22 @@ def holds(folder: Path) -> bool:
 
 
 def release_run_folder(folder: Path, remove: bool = False) -> None:
-    """Let ``folder`` go (nothing if this process does not hold it); with ``remove``, delete it and its lock first."""
+    """Let ``folder`` go (nothing if this process does not hold it).
+
+    With ``remove``, delete it and its lock first, then the empty folders above it that
+    taking it created: a failed start leaves the file system as it found it.
+    """
     descriptor = _HELD.pop(folder.resolve(), None)
+    made = _MADE.pop(folder.resolve(), [])
     if descriptor is None:
         return
     if remove:
         shutil.rmtree(folder, ignore_errors=True)
         lock_file(folder).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # the experiment's folder, if this run made it and nothing else is there
+        with contextlib.suppress(OSError):  # the experiment's folder, if nothing else is there
             folder.parent.rmdir()
+        for parent in made:  # and the folders above that this run created (save_dir), if still empty
+            with contextlib.suppress(OSError):
+                parent.rmdir()
     fcntl.flock(descriptor, fcntl.LOCK_UN)
     os.close(descriptor)

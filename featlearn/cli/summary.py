@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytorch_lightning as pl
 
 from featlearn.callbacks import DiagnosticCallback
+from featlearn.cli.checks import checkpoint_step
+from featlearn.cli.interrupt import interrupt_checkpoint_path
 
 #: Metric families of the learner's own evaluation shown at the end (means over members).
 EVALUATION_PREFIXES = ("test/", "val/")
@@ -38,6 +42,25 @@ def result_block(trainer: pl.Trainer, command: str, folder: Path | None) -> str:
     if folder is not None:
         lines.append(f"  run folder: {folder}")
         if trainer.interrupted:
-            lines.append("  resume it: the same command with --ckpt_path last")
-        lines.append(f"  tensorboard --logdir {folder.parent}")
+            lines.append(resume_hint(trainer))
+        lines.append(f"  {tensorboard_command()} --logdir {folder.parent}")
     return "\n".join(lines)
+
+
+def resume_hint(trainer: pl.Trainer) -> str:
+    """How an interrupted run goes on: from which step ``--ckpt_path last`` resumes it, or that nothing can."""
+    path = interrupt_checkpoint_path(trainer)
+    step = checkpoint_step(path) if path is not None and path.is_file() else None
+    if step is None:
+        why = "checkpointing is off" if path is None else "it stopped before its first checkpoint"
+        return f"  no checkpoint to resume ({why}): start it again without --ckpt_path"
+    return f"  resume it from update step {step}: the same command with --ckpt_path last"
+
+
+def tensorboard_command() -> str:
+    """``tensorboard`` where the shell finds this environment's, else its full path (``.venv`` not active)."""
+    beside = Path(sys.executable).parent / "tensorboard"
+    found = shutil.which("tensorboard")
+    if not beside.is_file() or (found is not None and Path(found).resolve() == beside.resolve()):
+        return "tensorboard"
+    return str(beside)

@@ -49,6 +49,25 @@ CASES = [
         glasgow("--ckpt_path", "{glasgow_ckpt}", "--data.init_args.seed", "4"),
         "data.init_args.seed = 0 there, 4 here",
     ),
+    ("an abbreviated argument", glasgow("--trainer.max_step", "5"), "did you mean --trainer.max_steps?"),
+    ("misspelt learner argument", glasgow("--model.init_args.lrr", "0.1"), "did you mean --model.init_args.lr?"),
+    ("misspelt data argument", glasgow("--data.init_args.dimm", "3"), "did you mean --data.init_args.dim?"),
+    (
+        "misspelt network argument",
+        glasgow("--model.init_args.network.widht", "3"),
+        "did you mean --model.init_args.network.width?",
+    ),
+    ("misspelt logger argument", glasgow("--trainer.logger.init_args.save_dri", "x"), "did you mean --trainer.logger"),
+    ("misspelt top-level setting", glasgow("--seed_everythin", "3"), "did you mean --seed_everything?"),
+    ("misspelt group", glasgow("--trainr.max_steps", "3"), "did you mean --trainer.max_steps?"),
+    ("misspelt data model", glasgow("--data", "BooleanXor"), "did you mean BooleanXOR?"),
+    ("misspelt learner", glasgow("--model", "TwoLayerNett"), "did you mean TwoLayerNet?"),
+    ("misspelt observer", glasgow("--trainer.callbacks+", "XORPhaseDiagnostic"), "did you mean XORPhaseDiagnostics?"),
+    (
+        "two identical observers",
+        glasgow("--trainer.callbacks+", "XORPhaseDiagnostics"),
+        "has XORPhaseDiagnostics twice",
+    ),
     ("xor with one coordinate", glasgow("--data.init_args.dim", "1"), "data.dim must be an integer >= 2"),
     ("k > D", shi("--data.init_args.k", "200"), "data.k must be <= data.D"),
     ("batch size 0", glasgow("--data.init_args.batch_size", "0"), "data.batch_size"),
@@ -112,6 +131,7 @@ def test_a_bad_input_gets_one_clean_message_naming_it(files, tmp_path, capsys, n
     lines = [line for line in err.splitlines() if line.startswith("featlearn: error:")]
     assert len(lines) == 1
     assert not list(runs.rglob("version_*")), "a failed start left a run folder behind"
+    assert not runs.exists(), "a failed start created its save_dir"
 
 
 def test_the_console_script_prints_the_message_alone_and_the_traceback_on_request(tmp_path):

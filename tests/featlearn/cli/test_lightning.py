@@ -251,9 +251,29 @@ def test_a_resume_continues_in_the_run_folder_of_its_checkpoint(tmp_path):
     last = tmp_path / "runs" / "glasgow_xor" / "version_0" / "checkpoints" / "last.ckpt"
     cli = run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "4", "--ckpt_path", str(last))
     assert cli.trainer.global_step == 4
-    cli = run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "6", "--ckpt_path", "last")
+    # The run finished its 4 steps: `last` does not extend it silently; its checkpoint's path does.
+    with pytest.raises(ValueError, match="finished all its 4 update steps.*To extend it to 6 steps"):
+        run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "6", "--ckpt_path", "last")
+    cli = run_cli(tmp_path, *TINY_GLASGOW, *steps, "--trainer.max_steps", "6", "--ckpt_path", str(last))
     assert cli.trainer.global_step == 6
     assert sorted(p.name for p in (tmp_path / "runs" / "glasgow_xor").glob("version_*")) == ["version_0"]
+
+
+def test_the_progress_bar_counts_update_steps_of_max_steps(tmp_path, capsys):
+    steps = (
+        "--trainer.enable_checkpointing",
+        "true",
+        "--trainer.callbacks",
+        "[{class_path: StepCheckpoint, init_args: {save_last: true}}]",
+    )
+    bar = ("--trainer.enable_progress_bar", "true")
+    run_cli(tmp_path, *TINY_GLASGOW, *steps, *bar, "--trainer.max_steps", "4")
+    first = capsys.readouterr().out  # Lightning's tqdm bars write to stdout
+    assert "update steps" in first and "4/4" in first and "v_num" not in first and "/-2" not in first
+    last = tmp_path / "runs" / "glasgow_xor" / "version_0" / "checkpoints" / "last.ckpt"
+    run_cli(tmp_path, *TINY_GLASGOW, *steps, *bar, "--trainer.max_steps", "6", "--ckpt_path", str(last))
+    resumed = capsys.readouterr().out
+    assert "4/6" in resumed and "6/6" in resumed and "/4 " not in resumed
 
 
 def test_same_config_same_weights(tmp_path):

@@ -70,10 +70,13 @@ def test_an_interrupted_run_resumed_with_ckpt_path_last_is_the_uninterrupted_run
     whole_folder, whole_summary = uninterrupted
     save_dir = tmp_path / "runs"
     stopped = interrupt(tmp_path, save_dir, sig)
-    if sig == signal.SIGINT:  # Lightning stops gracefully and says how to go on
-        assert "interrupted at update step" in stopped.stdout and "--ckpt_path last" in stopped.stdout
     folder = save_dir / "glasgow_xor" / "version_0"
     assert checkpoint_step(folder / "checkpoints" / "last.ckpt") >= STEPS // 3  # readable, however it was killed
+    if sig == signal.SIGINT:  # stopped at a step boundary, with a checkpoint there, and says how to go on
+        assert stopped.returncode == 130, stopped.stderr[-2000:]
+        step = int(re.search(r"interrupted at update step (\d+)\.", stopped.stdout).group(1))
+        assert f"resume it from update step {step}: the same command with --ckpt_path last" in stopped.stdout
+        assert checkpoint_step(folder / "checkpoints" / "last.ckpt") == step  # the interrupt's, not a periodic one
     resumed = subprocess.run(command(tmp_path, save_dir, "--ckpt_path", "last"), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert [p.name for p in (save_dir / "glasgow_xor").iterdir() if not p.name.startswith(".")] == ["version_0"]
