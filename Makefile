@@ -19,8 +19,11 @@ $(BIN)/featlearn: setup.cfg pyproject.toml
 
 setup: $(BIN)/featlearn
 
+# featlearn, tensorboard and the README's commands live in .venv: the last line says how to reach them.
 run: setup
 	$(BIN)/featlearn fit --config $(EXPERIMENT)
+	@echo ""
+	@echo "To run featlearn and tensorboard in this shell: source $(VENV)/bin/activate"
 
 # The reproduction report's screenshot test renders its HTML in a real headless browser:
 # Debian's chromium, installed when missing and apt-get works (as root); otherwise that
