@@ -23,6 +23,7 @@ resample the seeds of every setting (a bootstrap, 2000 draws, fixed seed).
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -186,6 +187,7 @@ def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
         return None
     figure, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
     markers: dict[str, str] = {}  # the step size's name in the setting ("theta/2", ...) -> its marker
+    largest = dict.fromkeys(PHASES, 0.0)  # per phase, the largest x drawn
     for r in rows:
         factor = r["method"].split("eta=")[-1] if "eta=" in r["method"] else f"{r['eta']:.3g}"
         label = None if factor in markers else f"eta = {factor}"
@@ -195,18 +197,19 @@ def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
                 scaled = np.array(r[phase]) * r["eta"]  # a phase length in units of 1/eta
                 x = PHASES[phase][2](r["d"])
                 axis.errorbar(x, scaled.mean(), yerr=scaled.std(), fmt=marker, color="C0", label=label)
+                largest[phase] = max(largest[phase], x)
     for axis, phase in zip(axes, PHASES, strict=True):
         name, rate, _ = PHASES[phase]
         axis.set_xlabel("log d" if phase == "signal_finding" else "log log d")
         axis.set_ylabel(f"{name.split(',')[0]} length x eta")
         axis.set_title(f"{name}: Theta({rate})", fontsize=9)
         axis.set_ylim(bottom=0)
-        axis.set_xlim(left=0)
+        axis.set_xlim(0, 1.05 * largest[phase] or None)  # from 0, with room for the last markers
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(title, fontsize=10)
+    figure.suptitle(textwrap.fill(title, 110), fontsize=10)  # a long title ran past the figure's edge
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(target, dpi=90)
+    figure.savefig(target, dpi=90, bbox_inches="tight")
     plt.close(figure)
     return target

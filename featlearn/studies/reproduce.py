@@ -53,6 +53,7 @@ import math
 import re
 import resource
 import shutil
+import textwrap
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -504,12 +505,12 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     axis.set_xscale("log")
     axis.set_xlabel("update step")
     axis.set_ylabel("test accuracy (%), mean over seeds")
-    axis.set_title(title, fontsize=10)
+    axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
     axis.grid(alpha=0.3)
     axis.legend(fontsize=6 if len(lines) > 8 else 7)
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(target, dpi=90)
+    figure.savefig(target, dpi=90, bbox_inches="tight")
     plt.close(figure)
     return target
 
