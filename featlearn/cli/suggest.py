@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytorch_lightning as pl
+import yaml
 from jsonargparse import Namespace
 from torch import nn
 
 import featlearn.callbacks
 import featlearn.datamodules
 import featlearn.models
+from featlearn.config_files import config_files
 from featlearn.teacher import TeacherSearch
 
 #: The slot a class name fills (the last key of its setting) -> (modules to look in, the base class it must have).
@@ -89,11 +93,62 @@ def without_flag(args: list[str], flag: str) -> list[str]:
     return out
 
 
-def argument_correction(flag: str, config: dict) -> str | None:
-    """``--a.b.c``: the first key that ``config`` (the run's config as nested dicts) lacks, and the closest it has."""
-    segments = flag.removesuffix("+").split(".")
-    node, owner, walked = config, "the run", []
+def without_actions(args: list[str]) -> list[str]:
+    """``args`` without ``--print_config`` (and its value), which the second parse would otherwise carry out."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            if not arg.startswith("-"):
+                continue
+        if arg == "--print_config":
+            skip = True
+            continue
+        if arg.startswith("--print_config="):
+            continue
+        out.append(arg)
+    return out
+
+
+@dataclass(frozen=True)
+class Misspelling:
+    """Where a config lacks a key: the keys walked to it, its owner, the wrong key, the closest right one."""
+
+    walked: tuple[str, ...]
+    owner: str
+    wrong: str
+    near: str | None
+    names: tuple[str, ...]
+    rest: tuple[str, ...]
+
+    def fix(self, prefix: str = "--") -> str:
+        """``did you mean --a.b.c?``, or the names the owner takes when none is close."""
+        if self.near and not prefix:  # a key in a file, whose path the message gives: the key alone
+            return f"did you mean {self.near!r}?"
+        if self.near:
+            return f"did you mean {prefix}{'.'.join([*self.walked, self.near, *self.rest])}?"
+        shown = ", ".join(self.names[:LISTED]) + (", ..." if len(self.names) > LISTED else "")
+        return f"it takes {shown}."
+
+
+def find_misspelling(segments: list[str], config: dict, command: str) -> Misspelling | None:
+    """The first of ``segments`` (keys, or ``[Name]`` for a list's item of class Name) that ``config`` lacks.
+
+    ``config`` is a run's config as nested dicts, every argument of every class filled in.
+    A list (``trainer.callbacks``) is entered at the last item of the class named, else at
+    its last item (where ``--trainer.callbacks.init_args.x`` goes).
+    """
+    node, owner, walked = config, command, []
     for i, segment in enumerate(segments):
+        if isinstance(node, list):
+            items = [n for n in node if isinstance(n, dict)]
+            if segment.startswith("["):
+                name = segment.strip("[]")
+                items = [n for n in items if str(n.get("class_path", "")).rpartition(".")[2] == name]
+                walked.append(segment)
+                node = items[-1] if items else None
+                continue
+            node = items[-1] if items else None
         if isinstance(node, dict) and "class_path" in node:
             owner = str(node["class_path"]).rpartition(".")[2]
             if segment in ("class_path", "init_args"):
@@ -105,20 +160,69 @@ def argument_correction(flag: str, config: dict) -> str | None:
             return None
         if segment in node:
             node, walked = node[segment], [*walked, segment]
-            owner = "Trainer" if walked == ["trainer"] else f"--{'.'.join(walked)}"
+            owner = "Trainer" if walked == ["trainer"] else ".".join(walked)
             continue
-        names = sorted(k for k in node if not k.startswith("_"))
-        near = closest(segment, names)
-        rest = ".".join(segments[i + 1 :])
-        where = ".".join(walked)
-        if near:
-            fix = f"did you mean --{'.'.join([*walked, near])}{'.' + rest if rest else ''}?"
-        else:
-            shown = ", ".join(names[:LISTED]) + (", ..." if len(names) > LISTED else "")
-            fix = f"it takes {shown}."
-        what = f"{owner} takes no argument {segment!r}" if where else f"featlearn fit takes no setting {segment!r}"
-        return f"--{flag}: {what}; {fix}"
+        names = tuple(sorted(k for k in node if not k.startswith("_")))
+        near = closest(segment, list(names))
+        return Misspelling(tuple(walked), owner, segment, near, names, tuple(segments[i + 1 :]))
     return None
+
+
+def describe(misspelling: Misspelling, where: str, prefix: str = "--") -> str:
+    """One line: where, who takes no such argument, and the fix."""
+    kind = "argument" if misspelling.walked else "setting"
+    return f"{where}: {misspelling.owner} takes no {kind} {misspelling.wrong!r}; {misspelling.fix(prefix)}"
+
+
+def yaml_misspelling(text: str, args: list[str]) -> tuple[str, list[str], list[str]] | None:
+    """A key the parser refused in a ``--config`` file: (the file, the key's path, ``args`` without that key).
+
+    The path names a list's item by its class (``trainer.callbacks.[StepCheckpoint]....``);
+    the file's ``--config`` is replaced by its content without the key, so the rest parses.
+    """
+    option = re.search(r"Option '([\w.]+)' is not accepted", text)
+    if not option:
+        return None
+    name = option.group(1).rsplit(".", 1)[-1]
+    found = None
+    for position, path in enumerate(config_files(args)):  # a --config=PATH is not replaced: no suggestion
+        try:
+            content = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        for keys in key_paths(content, name):
+            found = (position, path, content, keys)  # a later file wins, as in the merge
+    if found is None:
+        return None
+    _, path, content, keys = found
+    drop_key(content, keys)
+    rest = list(args)
+    at = max(i for i in range(1, len(rest)) if rest[i - 1] in ("--config", "-c") and rest[i] == path)
+    rest[at] = yaml.safe_dump(content or {})  # the file's last --config: the one whose key the merge kept
+    shown = [key.removesuffix("+") if isinstance(key, str) else f"[{key[1]}]" for key in keys]
+    return path, shown, rest
+
+
+def key_paths(node, name: str, walked: tuple = ()) -> list[tuple]:
+    """Every path to a key ``name`` in YAML content (a list item as ``(index, its class name)``)."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == name:
+                found.append((*walked, key))
+            found += key_paths(value, name, (*walked, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            cls = str(item.get("class_path", "")).rpartition(".")[2] if isinstance(item, dict) else ""
+            found += key_paths(item, name, (*walked, (index, cls)))
+    return found
+
+
+def drop_key(node, keys: tuple) -> None:
+    """Remove the key at ``keys`` (from :func:`key_paths`) from YAML content, in place."""
+    for key in keys[:-1]:
+        node = node[key[0]] if isinstance(key, tuple) else node[key]
+    del node[keys[-1]]
 
 
 def class_correction(text: str) -> str | None:
@@ -128,6 +232,9 @@ def class_correction(text: str) -> str | None:
     if not found or not keys:
         return None
     setting, name = keys[-1], found.group(1)
+    given = re.findall(r"^\s*Given value: (.*)$", text, flags=re.M)
+    if given and given[-1].startswith("{") and not given[-1].startswith("{'class_path'"):
+        return None  # the class path lies deeper than the setting named (a mapping's own class_path)
     slot = setting.rsplit(".", 1)[-1].removesuffix("+")
     if slot not in CLASS_SLOTS:
         return None
@@ -148,20 +255,30 @@ def suggest_correction(text: str, args: list[str], parse) -> str | None:
     Args:
         text: The parser's error messages, outermost to innermost.
         args: The command-line arguments that were parsed.
-        parse: ``parse(args) -> Namespace``: the parser, to read the config without the misspelt flag.
+        parse: ``parse(args) -> Namespace``: the parser, to read the config without the misspelt key.
     """
     correction = class_correction(text)
     if correction:
         return correction
+    args = without_actions(args)
     flag = misspelt_flag(text, args)
-    if flag is None:
-        return None
+    if flag is not None:
+        segments, rest, where = flag.removesuffix("+").split("."), without_flag(args, flag), f"--{flag}"
+    else:
+        located = yaml_misspelling(text, args)
+        if located is None:
+            return None
+        path, segments, rest = located
+        where = f"--config {path}: {'.'.join(segments)}"
     try:
-        config = parse(without_flag(args, flag))
+        config = parse(rest)
     except Exception:  # noqa: BLE001 - another error in the rest: the parser's own message stands
         return None
+    subcommand = config.get("subcommand") if isinstance(config, Namespace) else None
     if isinstance(config, Namespace):
-        subcommand = config.get("subcommand")
         config = config.get(subcommand, config) if subcommand else config
         config = config.as_dict() if isinstance(config, Namespace) else dict(config)
-    return argument_correction(flag, config)
+    misspelling = find_misspelling(segments, config, f"featlearn {subcommand or 'fit'}")
+    if misspelling is None:
+        return None
+    return describe(misspelling, where, prefix="--" if flag is not None else "")

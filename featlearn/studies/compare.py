@@ -576,6 +576,7 @@ def _point_name(values: dict[str, object]) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The ``featlearn compare`` options."""
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
         prog="featlearn compare",
         description="Run the methods of a comparison (default: Shi et al. 2022, Table 1) on one experiment "
         "over several seeds; write DIR/table.md, DIR/table.csv and TensorBoard curves.",

@@ -815,6 +815,7 @@ def summary_table(out: Path) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The ``featlearn reproduce`` options."""
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
         prog="featlearn reproduce",
         description="Run every experiment of a paper's reproduction plan and write DIR/report.md, "
         "DIR/report.html and DIR/results.csv with a verdict per cell.",

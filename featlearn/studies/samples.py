@@ -346,6 +346,7 @@ class Settings:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The ``featlearn samples`` options (None: the study file's value, else the default)."""
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
         prog="featlearn samples",
         description="Sample complexity n*(d) of each method of a study (default: Glasgow's XOR, the network "
         "against its NTK): write DIR/samples.csv, DIR/samples.md and the log-log plot with fitted exponents.",

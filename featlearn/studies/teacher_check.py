@@ -36,6 +36,7 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
     import argparse
 
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
         prog="featlearn teacher-check",
         description="Students of several sizes on the injected inputs labelled by teachers of several sizes "
         "(Shi et al. 2022, Figure 26): does the students' U-curve minimum follow the teacher's size?",

@@ -17,7 +17,9 @@ and sweep point is cached on disk (:class:`TeacherCache`).
 from __future__ import annotations
 
 import copy
+import difflib
 import importlib
+import inspect
 import math
 import warnings
 from collections.abc import Sequence
@@ -63,14 +65,51 @@ def first_local_minimum(losses: Sequence[Sequence[float]], neighbours: int = 1) 
     return len(smoothed) - 1, smoothed
 
 
+def network_class(class_path: str) -> type:
+    """The class a teacher network's ``class_path`` names (a short name: one of :mod:`featlearn.models`)."""
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module or "featlearn.models"), name)
+
+
+def check_network_spec(network: dict) -> None:
+    """The teacher's network spec names only ``class_path`` and ``init_args``, and arguments its class takes.
+
+    The spec is a plain mapping (the search sets ``width`` for each size), so the parser
+    cannot check it: without this a misspelt argument was silently ignored.
+
+    Raises:
+        ValueError: An unknown key or argument, with the closest valid name.
+    """
+    try:
+        cls = network_class(str(network["class_path"]))
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f"teacher.init_args.network.class_path {network['class_path']!r} names no class.") from None
+    parameters = inspect.signature(cls).parameters
+    taken = [name for name in parameters if name != "width"]
+
+    def fix(name: str) -> str:
+        close = difflib.get_close_matches(name, taken, n=1)
+        return f"did you mean {close[0]!r}?" if close else f"{cls.__name__} takes {', '.join(taken)}"
+
+    extra = sorted(set(network) - {"class_path", "init_args"})
+    if extra:  # where `--teacher.init_args.network.init_args.NAME` lands: this mapping is not parsed further
+        raise ValueError(
+            f"teacher.init_args.network got {extra[0]!r} beside class_path and init_args: the command line cannot set "
+            f"the teacher network's arguments; write them in a config file, under teacher.init_args.network.init_args "
+            f"({fix(extra[0]) if extra[0] not in taken else f'{cls.__name__} takes {extra[0]!r}'})"
+        )
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return
+    for name in network.get("init_args") or {}:
+        if name not in parameters:
+            raise ValueError(
+                f"teacher.init_args.network.init_args.{name}: {cls.__name__} takes no argument {name!r}; {fix(name)}."
+            )
+
+
 def build_network(spec: dict, width: int) -> nn.Module:
     """The network ``{class_path, init_args}`` of ``spec`` with ``width`` set: FC(m) or ResNet(m)."""
-    class_path = spec["class_path"]
-    module, _, name = class_path.rpartition(".")
-    if not module:
-        module = "featlearn.models"
-    cls = getattr(importlib.import_module(module), name)
-    return cls(**{**dict(spec.get("init_args") or {}), "width": width})
+    return network_class(spec["class_path"])(**{**dict(spec.get("init_args") or {}), "width": width})
 
 
 class TeacherSearch:
@@ -143,6 +182,7 @@ class TeacherSearch:
             )
         if "width" in (network.get("init_args") or {}):
             raise ValueError("teacher.init_args.network.init_args must not set width: the search sets it (sizes).")
+        check_network_spec(network)
         self.network = {"class_path": network["class_path"], "init_args": dict(network.get("init_args") or {})}
         sizes = list(sizes)
         for m in sizes:

@@ -68,6 +68,26 @@ CASES = [
         glasgow("--trainer.callbacks+", "XORPhaseDiagnostics"),
         "has XORPhaseDiagnostics twice",
     ),
+    (
+        "misspelt key in a config file",
+        glasgow("--config", "{typo_yaml}"),
+        "typo.yaml: model.init_args.network.widht: TwoLayerNetwork takes no argument 'widht'; did you mean 'width'?",
+    ),
+    (
+        "misspelt observer argument in a config file",
+        glasgow("--config", "{typo_callback_yaml}"),
+        "StepCheckpoint takes no argument 'every_n_step'; did you mean 'every_n_train_steps'?",
+    ),
+    (
+        "misspelt flag with --print_config",
+        glasgow("--trainer.max_stepz", "5", "--print_config"),
+        "--trainer.max_steps?",
+    ),
+    (
+        "misspelt setting of another subcommand",
+        ["test", "--config", "glasgow_xor", "--ckpt_pth", "x"],
+        "featlearn test",
+    ),
     ("xor with one coordinate", glasgow("--data.init_args.dim", "1"), "data.dim must be an integer >= 2"),
     ("k > D", shi("--data.init_args.k", "200"), "data.k must be <= data.D"),
     ("batch size 0", glasgow("--data.init_args.batch_size", "0"), "data.batch_size"),
@@ -103,6 +123,10 @@ def files(tmp_path_factory):
     (root / "bad.yaml").write_text("trainer:\n  max_steps: [1\n")
     (root / "list.yaml").write_text("- 1\n- 2\n")
     (root / "a_file").write_text("")
+    (root / "typo.yaml").write_text("model: {init_args: {network: {widht: 8}}}\n")
+    (root / "typo_callback.yaml").write_text(
+        "trainer:\n  callbacks+:\n    - class_path: StepCheckpoint\n      init_args: {every_n_step: 5}\n"
+    )
     run = root / "done"
     main(glasgow("--trainer.logger.init_args.save_dir", str(run), "--trainer.enable_progress_bar", "false"))
     checkpoint = next(run.rglob("last.ckpt"))
@@ -111,6 +135,8 @@ def files(tmp_path_factory):
         "bad_yaml": root / "bad.yaml",
         "list_yaml": root / "list.yaml",
         "a_file": root / "a_file",
+        "typo_yaml": root / "typo.yaml",
+        "typo_callback_yaml": root / "typo_callback.yaml",
         "glasgow_ckpt": checkpoint,
     }
 

@@ -46,6 +46,11 @@ def test_cache_entries_are_used_only_when_their_spec_matches(tmp_path):
         ({"sizes": [4, 2, 8]}, "increase"),
         ({"network": {"init_args": {}}}, "class_path"),
         ({"network": {"class_path": "QuadraticFC", "init_args": {"width": 3}}}, "must not set width"),
+        (
+            {"network": {"class_path": "QuadraticFC", "init_args": {"in_featurs": 64}}},
+            "QuadraticFC takes no argument 'in_featurs'; did you mean 'in_features'",
+        ),
+        ({"network": {**FC_DIGITS, "num_output": 10}}, "got 'num_output' beside class_path.*'num_outputs'"),
         ({"lr": -1.0}, "teacher.init_args.lr"),
         ({"momentum": 1.0}, "momentum"),
         ({"seeds": 0}, "teacher.init_args.seeds"),
