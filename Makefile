@@ -21,9 +21,8 @@ setup: $(BIN)/featlearn
 
 # featlearn, tensorboard and the README's commands live in .venv: the last line says how to reach them.
 run: setup
-	$(BIN)/featlearn fit --config $(EXPERIMENT)
-	@echo ""
-	@echo "To run featlearn and tensorboard in this shell: source $(VENV)/bin/activate"
+	@status=0; $(BIN)/featlearn fit --config $(EXPERIMENT) || status=$$?; \
+		echo ""; echo "To run featlearn and tensorboard in this shell: source $(VENV)/bin/activate"; exit $$status
 
 # The reproduction report's screenshot test renders its HTML in a real headless browser:
 # Debian's chromium, installed when missing and apt-get works (as root); otherwise that

@@ -143,8 +143,17 @@ def planned_steps(folder: Path) -> int | None:
 
 
 def run_folders(experiment: Path) -> list[Path]:
-    """The ``version_K`` folders of an experiment, by K."""
-    numbered = [f for f in experiment.glob("version_*") if f.name.removeprefix("version_").isdigit() and f.is_dir()]
+    """The ``version_K`` folders of an experiment's training runs, by K.
+
+    A training run's folder holds its ``config.yaml`` (or checkpoints); a folder that only
+    ``featlearn test`` or ``validate`` made holds ``config_test.yaml`` or
+    ``config_validate.yaml`` instead, and is no run to resume.
+    """
+    numbered = [
+        f
+        for f in experiment.glob("version_*")
+        if f.name.removeprefix("version_").isdigit() and ((f / "config.yaml").is_file() or (f / "checkpoints").is_dir())
+    ]
     return sorted(numbered, key=lambda f: int(f.name.removeprefix("version_")))
 
 

@@ -4,10 +4,11 @@ Python's own Ctrl-C raises ``KeyboardInterrupt`` wherever the program is, possib
 between the two layers' updates of one step, so Lightning could only save a checkpoint
 of a half-made step; without one, a resume went back to the last periodic checkpoint
 and redid every step since. Here the first Ctrl-C of a training loop only asks to stop:
-the run ends at the next step boundary (the end of a Lightning batch, the point where
-``ModelCheckpoint`` saves), writes ``last.ckpt`` through the trainer's checkpoint IO
-(``AtomicCheckpointIO``: written beside its target, then renamed), and raises
-``KeyboardInterrupt`` there, which Lightning handles as an interrupt. The command then
+at the end of the step it is in (the end of a Lightning batch, the point where
+``ModelCheckpoint`` saves) the run writes ``last.ckpt`` through the trainer's checkpoint
+IO (``AtomicCheckpointIO``: written beside its target, then renamed), lets the step's
+logging finish, and raises ``KeyboardInterrupt`` before the next step, which Lightning
+handles as an interrupt. A Ctrl-C in the last step finds training complete. The command then
 exits with status 130, the shell's convention for Ctrl-C (:mod:`featlearn.cli.errors`).
 A second Ctrl-C stops at once, with no new checkpoint. SIGKILL cannot be caught: such a
 run resumes from its last periodic checkpoint.
@@ -51,15 +52,18 @@ class StopAtStepBoundary(Callback):
     Attributes:
         requested: Whether a Ctrl-C asked the run to stop.
         saved_to: The checkpoint written at the stop (None: none was written).
+        stopped_at: The update step the run stops after (None: it goes on).
     """
 
     def __init__(self) -> None:
         self.requested = False
         self.saved_to: Path | None = None
+        #: The update step the run stopped after (None: it goes on).
+        self.stopped_at: int | None = None
         self._previous = None
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
-        self.requested, self.saved_to = False, None
+        self.requested, self.saved_to, self.stopped_at = False, None, None
         if threading.current_thread() is threading.main_thread() and trainer.world_size == 1:
             self._previous = signal.signal(signal.SIGINT, self._ask_to_stop)
 
@@ -75,27 +79,34 @@ class StopAtStepBoundary(Callback):
             flush=True,
         )
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx) -> None:  # noqa: D102
-        if self.requested:
-            self._stop(trainer)
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx) -> None:
+        """After the step a Ctrl-C came in: save its checkpoint, where ``ModelCheckpoint`` saves its own."""
+        if self.requested and self.stopped_at is None:
+            self._restore()
+            path = interrupt_checkpoint_path(trainer)
+            if path is not None:
+                trainer.save_checkpoint(path, weights_only=False)
+                self.saved_to = path
+            self.stopped_at = trainer.global_step
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module, batch, batch_idx) -> None:
+        """Stop before the next step, once the saved step's logging and hooks have all run."""
+        if self.stopped_at is not None:
+            raise KeyboardInterrupt
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Let Ctrl-C go; a request that came during the last step still ends the run as interrupted."""
-        if self.requested and self.saved_to is None:
-            self._stop(trainer)
+        """Let Ctrl-C go. A Ctrl-C in the last step finds training complete: the run goes on to its test."""
+        if self.requested:
+            print(
+                "Ctrl-C came in the last update step: training is complete (its final checkpoint is written); "
+                "Ctrl-C again to stop before the test set is evaluated.",
+                file=sys.stderr,
+                flush=True,
+            )
         self._restore()
 
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:  # noqa: D102
         self._restore()
-
-    def _stop(self, trainer: pl.Trainer) -> None:
-        """Save the checkpoint of the step just made, then raise ``KeyboardInterrupt`` for Lightning to handle."""
-        self._restore()
-        path = interrupt_checkpoint_path(trainer)
-        if path is not None and trainer.global_step > 0:
-            trainer.save_checkpoint(path, weights_only=False)
-            self.saved_to = path
-        raise KeyboardInterrupt
 
     def _restore(self) -> None:
         if self._previous is not None:

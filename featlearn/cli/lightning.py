@@ -45,7 +45,7 @@ from featlearn.cli.errors import exception_chain  # noqa: E402
 from featlearn.cli.interrupt import StopAtStepBoundary  # noqa: E402
 from featlearn.cli.progress import StepProgressBar  # noqa: E402
 from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
-from featlearn.cli.suggest import suggest_correction  # noqa: E402
+from featlearn.cli.suggest import suggest_correction, without_actions  # noqa: E402
 from featlearn.cli.summary import result_block  # noqa: E402
 from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
@@ -63,9 +63,26 @@ class RunFolderConfig(SaveConfigCallback):
     refused. A run that fails before its first update leaves no new folder behind.
     """
 
-    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:  # noqa: D102
+    def __init__(self, *args, study: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        #: The study command that runs this fit (``compare``...), None for ``featlearn fit`` itself.
+        self.study = study
+        #: The subcommand of the run: the first stage set up (``fit`` also tests after fitting).
+        self.command: str | None = None
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        """Save the config; ``test``, ``validate`` or ``predict`` on a run's checkpoint as ``config_<stage>.yaml``.
+
+        So an evaluation in a training run's folder never overwrites the config the run
+        was trained with (``--ckpt_path last`` reads its ``max_steps``), and a folder that
+        only an evaluation made holds no ``config.yaml``: it is no training run to resume.
+        """
+        stage = str(getattr(stage, "value", stage))  # Lightning passes a TrainerFn ("fit", "test", ...)
+        self.command = self.command or stage
         if trainer.logger is None:
             return
+        if stage != "fit":
+            self.config_filename = f"config_{stage}.yaml"
         super().setup(trainer, pl_module, stage)
 
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
@@ -77,7 +94,8 @@ class RunFolderConfig(SaveConfigCallback):
         """
         folder = run_folder_of(trainer)
         if isinstance(exception, KeyboardInterrupt) and trainer.is_global_zero:
-            print("\n" + result_block(trainer, trainer.state.fn.value, folder), flush=True)
+            command = self.command or trainer.state.fn.value
+            print("\n" + result_block(trainer, command, folder, study=self.study), flush=True)
         if folder is None or not trainer.is_global_zero or not holds(folder):
             return
         logger_args = (self.config.get("trainer") or {}).get("logger")
@@ -142,10 +160,12 @@ class FeatlearnCLI(LightningCLI):
         constants are filled here, so that a resume compares the settings as the run
         resolved them (its checkpoint keeps the filled values).
         """
+        argv = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
         try:
+            if argv is not None and without_actions(argv) != argv:
+                parser.parse_args(without_actions(argv))  # --print_config would print, ignoring a misspelt flag
             super().parse_arguments(parser, args)
         except Exception as error:  # the parser's own errors: name the closest valid name where there is one
-            argv = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
             text = "\n".join(str(e) for e in exception_chain(error))
             correction = suggest_correction(text, argv, parser.parse_args) if argv is not None else None
             if correction:
@@ -242,12 +262,14 @@ class FeatlearnCLI(LightningCLI):
             release_run_folder(folder)
 
 
-def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
+def build_cli(args: list[str] | None = None, run: bool = True, study: str | None = None) -> FeatlearnCLI:
     """Build (and by default run) the command line; ``args`` default to ``sys.argv[1:]``.
 
     Args:
         args: Command-line arguments, e.g. ``["fit", "--config", "exp.yaml"]``.
         run: Run the subcommand (False: only build the objects, no subcommand).
+        study: The study command that builds this run (``compare``...): an interrupted run
+            then says to rerun that command, which reuses what finished.
 
     Returns:
         The CLI object (``cli.trainer``, ``cli.model``, ``cli.datamodule``).
@@ -279,7 +301,7 @@ def build_cli(args: list[str] | None = None, run: bool = True) -> FeatlearnCLI:
         subclass_mode_data=True,
         auto_configure_optimizers=False,
         save_config_callback=RunFolderConfig,
-        save_config_kwargs={"overwrite": True},
+        save_config_kwargs={"overwrite": True, "study": study},
         parser_kwargs=parser_kwargs,
         args=args,
         run=run,

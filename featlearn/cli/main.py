@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import shutil
@@ -25,9 +26,13 @@ def configs_command(argv: list[str]) -> None:
     """``featlearn configs``: list the shipped experiments; ``featlearn configs copy NAME [DEST]``: copy one."""
     from featlearn.config_files import CONFIG_GROUPS, resolve_config, shipped_configs
 
-    parser = argparse.ArgumentParser(prog="featlearn configs", description="The configs shipped with featlearn.")
+    parser = argparse.ArgumentParser(
+        prog="featlearn configs", description="The configs shipped with featlearn.", allow_abbrev=False
+    )
     sub = parser.add_subparsers(dest="action")
-    copy = sub.add_parser("copy", help="Copy a shipped config out, to edit and run with --config.")
+    copy = sub.add_parser(
+        "copy", help="Copy a shipped config out, to edit and run with --config.", allow_abbrev=False
+    )
     copy.add_argument("name", help="A shipped experiment (glasgow_xor) or config (debug/smoke).")
     copy.add_argument("dest", nargs="?", default=None, help="File or folder to write (default: ./NAME's file name).")
     args = parser.parse_args(argv)
@@ -52,10 +57,26 @@ def configs_command(argv: list[str]) -> None:
     if dest.exists():
         parser.error(f"{dest} exists: choose another DEST (featlearn never overwrites your files).")
     shutil.copyfile(source, dest)
-    if "shi" in source.parent.name and source.parent.parent.name == "experiments":  # an overlay
-        print(f"wrote {dest} (an overlay: featlearn fit --config EXPERIMENT --config {dest})")
-    else:
-        print(f"wrote {dest} (run it with: featlearn fit --config {dest})")
+    print(f"wrote {dest} ({how_to_use(source, dest)})")
+
+
+def how_to_use(source: Path, dest: Path) -> str:
+    """The command that takes a copy ``dest`` of the shipped config ``source``, by the folder it ships in."""
+    from featlearn.config_files import config_root
+    folder = source.parent.relative_to(config_root()).parts if source.parent != config_root() else ()
+    if folder[:1] == ("experiments",):
+        if len(folder) > 1:
+            return f"an overlay: featlearn fit --config EXPERIMENT --config {dest}"
+        return f"run it with: featlearn fit --config {dest}"
+    if folder[:1] in (("model",), ("debug",)):
+        return f"an overlay: featlearn fit --config EXPERIMENT --config {dest}"
+    if folder[:1] == ("compare",):
+        return f"a methods file: featlearn compare --config EXPERIMENT --methods {dest}"
+    if folder[:1] == ("samples",):
+        return f"a study: featlearn samples --config glasgow_xor --study {dest}"
+    if folder[:1] == ("reproduce",):
+        return f"a reproduction plan: featlearn reproduce --paper {source.stem} reads the shipped one"
+    return f"the defaults every run loads first: give your copy as the first --config, e.g. --config {dest}"
 
 
 def use_working_folder() -> None:
@@ -103,7 +124,8 @@ def dispatch(args: list[str] | None) -> None:
         from featlearn.cli.lightning import build_cli
 
         module, function = STUDIES[command]
-        getattr(importlib.import_module(module), function)(argv[1:], build_cli)
+        build = functools.partial(build_cli, study=command)  # an interrupted run names the study's command
+        getattr(importlib.import_module(module), function)(argv[1:], build)
     elif command == "configs":
         configs_command(argv[1:])
     else:

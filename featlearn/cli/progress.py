@@ -19,9 +19,20 @@ from pytorch_lightning.callbacks import TQDMProgressBar
 class StepProgressBar(TQDMProgressBar):
     """Lightning's tqdm bar, counting update steps of ``max_steps`` (the command line's bar for every run)."""
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, *_: Any) -> None:  # noqa: D102
+    def on_train_start(self, trainer: pl.Trainer, *_: Any) -> None:  # noqa: D102
+        super().on_train_start(trainer)
+        self.count_steps(trainer)
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, *_: Any) -> None:
+        """Lightning's epoch start resets the bar to batches; count steps again (a resume mid-epoch skips this hook)."""
         super().on_train_epoch_start(trainer)
+        self.count_steps(trainer)
+
+    def count_steps(self, trainer: pl.Trainer) -> None:
+        """Make the training bar count update steps out of ``max_steps``, from the run's current step."""
         bar = self.train_progress_bar
+        if bar is None:
+            return
         bar.reset(total=trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None)
         bar.n = bar.initial = trainer.global_step  # a resumed run starts at its step
         bar.set_description("update steps")

@@ -16,7 +16,7 @@ from featlearn.cli.interrupt import interrupt_checkpoint_path
 EVALUATION_PREFIXES = ("test/", "val/")
 
 
-def result_block(trainer: pl.Trainer, command: str, folder: Path | None) -> str:
+def result_block(trainer: pl.Trainer, command: str, folder: Path | None, study: str | None = None) -> str:
     """The end-of-run block: steps done, final metrics, the run folder and the ``tensorboard`` line.
 
     The metrics are the learner's test (or validation) loss and error of the last
@@ -42,15 +42,27 @@ def result_block(trainer: pl.Trainer, command: str, folder: Path | None) -> str:
     if folder is not None:
         lines.append(f"  run folder: {folder}")
         if trainer.interrupted:
-            lines.append(resume_hint(trainer))
+            lines.append(resume_hint(trainer, study))
         lines.append(f"  {tensorboard_command()} --logdir {folder.parent}")
     return "\n".join(lines)
 
 
-def resume_hint(trainer: pl.Trainer) -> str:
-    """How an interrupted run goes on: from which step ``--ckpt_path last`` resumes it, or that nothing can."""
+def resume_hint(trainer: pl.Trainer, study: str | None = None) -> str:
+    """How an interrupted run goes on: from which step ``--ckpt_path last`` resumes it, or that nothing can.
+
+    Inside a study (``featlearn compare``...) the study's own command goes on: it reuses
+    the runs that finished. A run whose training had finished (a Ctrl-C during the test
+    after fit) is evaluated by ``featlearn test``, not resumed.
+    """
+    if study is not None:
+        return f"  go on: the same featlearn {study} command (the runs that finished are reused)"
     path = interrupt_checkpoint_path(trainer)
     step = checkpoint_step(path) if path is not None and path.is_file() else None
+    if step is not None and trainer.max_steps is not None and 0 < trainer.max_steps <= step:
+        return (
+            f"  training had finished (all {step} update steps); to evaluate it: featlearn test with the same "
+            f"--config files and --ckpt_path last"
+        )
     if step is None:
         why = "checkpointing is off" if path is None else "it stopped before its first checkpoint"
         return f"  no checkpoint to resume ({why}): start it again without --ckpt_path"

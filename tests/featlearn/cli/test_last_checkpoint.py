@@ -68,3 +68,14 @@ def test_a_named_version_is_the_run_last_resumes(tmp_path):
     resolve_last_checkpoint(given)
     assert given["ckpt_path"] == str(named / "checkpoints" / "last.ckpt")
     assert given["trainer"]["logger"]["init_args"]["version"] == "mine"
+
+
+def test_a_folder_only_an_evaluation_made_is_no_run_to_resume(tmp_path):
+    """`featlearn test` on an outside checkpoint opens a folder with config_test.yaml only: last skips it."""
+    trained = make_run(tmp_path / "exp", 0, 4)
+    evaluated = tmp_path / "exp" / "version_1"
+    evaluated.mkdir()
+    (evaluated / "config_test.yaml").write_text("trainer: {max_steps: 10}\n")
+    given = config(tmp_path)
+    resolve_last_checkpoint(given)
+    assert given["ckpt_path"] == str(trained / "checkpoints" / "last.ckpt")

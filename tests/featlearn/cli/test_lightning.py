@@ -1,4 +1,5 @@
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -274,6 +275,48 @@ def test_the_progress_bar_counts_update_steps_of_max_steps(tmp_path, capsys):
     run_cli(tmp_path, *TINY_GLASGOW, *steps, *bar, "--trainer.max_steps", "6", "--ckpt_path", str(last))
     resumed = capsys.readouterr().out
     assert "4/6" in resumed and "6/6" in resumed and "/4 " not in resumed
+    # From a checkpoint in the middle of Lightning's epoch (every interrupted run's), which skips its epoch start.
+    keep = "[{class_path: StepCheckpoint, init_args: {every_n_train_steps: 2, save_top_k: -1, save_last: true}}]"
+    run_cli(
+        tmp_path / "b",
+        *TINY_GLASGOW,
+        "--trainer.enable_checkpointing",
+        "true",
+        "--trainer.callbacks",
+        keep,
+        "--trainer.max_steps",
+        "4",
+    )
+    middle = next((tmp_path / "b" / "runs").rglob("*step=2.ckpt"))
+    capsys.readouterr()
+    run_cli(tmp_path / "b", *TINY_GLASGOW, *bar, "--trainer.max_steps", "6", "--ckpt_path", str(middle))
+    assert "update steps" in (out := capsys.readouterr().out) and "2/6" in out and "6/6" in out and "Epoch" not in out
+
+
+@pytest.mark.parametrize(
+    ("study", "hint"), [(None, "resume it from update step 2"), ("compare", "the same featlearn compare")]
+)
+def test_ctrl_c_says_how_to_go_on_in_a_fit_and_in_a_study(tmp_path, capsys, study, hint):
+    ctrl_c = "[{class_path: tests.featlearn.cli.test_resume_every_experiment.CtrlCAfterStep, init_args: {step: 2}}]"
+    args = [
+        *TINY_GLASGOW,
+        "--trainer.max_steps",
+        "4",
+        "--trainer.callbacks",
+        ctrl_c,
+        "--trainer.enable_checkpointing",
+        "true",
+    ]
+    args += ["--trainer.logger.init_args.save_dir", str(tmp_path / "runs")]
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            build_cli(["fit", *args], study=study)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Lightning ignores SIGINT after its stop
+    assert stopped.value.code == 1  # Lightning's; the featlearn command turns it into 130
+    out = capsys.readouterr().out
+    assert "featlearn fit: interrupted at update step 2." in out and hint in out
+    assert ("--ckpt_path last" in out) == (study is None)
 
 
 def test_same_config_same_weights(tmp_path):
