@@ -31,9 +31,7 @@ def constructor_arguments(cls: type) -> set[str] | None:
             continue
         parameters = inspect.signature(init).parameters.values()
         names |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
-            return names
-        if klass is ScheduledSGDModule:  # its bases (LightningModule) take no learner settings
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):  # ScheduledSGDModule's, at the latest
             return names
     return None
 

@@ -2,8 +2,8 @@
 
 A bad setting is found deep inside the config parser or a constructor, and arrives
 wrapped in the parser's own errors ("Does not validate against any of the Union
-subtypes ..."). :func:`explain` takes the innermost message, the one featlearn wrote, and
-for an argument a class does not take, names the closest one it does.
+subtypes ..."). :func:`explain` takes the innermost message, the one featlearn wrote (a misspelt name
+gets its closest valid one before, in :mod:`featlearn.cli.suggest`).
 :func:`report_errors` prints it and exits with status 2; ``FEATLEARN_TRACEBACK=1`` shows
 the traceback instead, for debugging.
 """
@@ -11,8 +11,6 @@ the traceback instead, for debugging.
 from __future__ import annotations
 
 import contextlib
-import difflib
-import inspect
 import os
 import re
 import sys
@@ -21,8 +19,6 @@ from collections.abc import Iterator
 import yaml
 from jsonargparse import ArgumentError
 from lightning_fabric.utilities.exceptions import MisconfigurationException
-
-from featlearn.config_files import config_class
 
 #: The errors a run's settings cause: shown as one message. Anything else is a bug and keeps its traceback.
 USER_ERRORS = (
@@ -56,53 +52,10 @@ def exception_chain(error: BaseException) -> Iterator[BaseException]:
         error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
 
 
-def accepted_arguments(class_path: str) -> list[str]:
-    """The keyword arguments ``class_path``'s constructor takes, its bases' through ``**kwargs`` included."""
-    cls = config_class(class_path)
-    if cls is None:
-        return []
-    names: list[str] = []
-    for klass in cls.__mro__:
-        init = vars(klass).get("__init__")
-        if init is None:
-            continue
-        parameters = inspect.signature(init).parameters.values()
-        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        names += [p.name for p in parameters if p.kind in named and p.name != "self"]
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
-            break
-    return list(dict.fromkeys(names))
-
-
-def _unknown_argument(text: str) -> str | None:
-    """A message for an argument a class does not take, with the closest one it does; None if none is named."""
-    unknown = re.search(r"unrecognized arguments: --([\w.]+)", text) or re.search(
-        r"Key ['\"]([\w.]+)['\"] is not expected", text
-    )
-    owner = re.search(r"Problem with given class_path '([\w.]+)'", text)
-    group = re.search(r'Parser key "(\w+)"', text)
-    if not (unknown and owner):
-        return None
-    key = unknown.group(1).removeprefix("init_args.")
-    head = key.split(".")[0]
-    prefix = f"--{group.group(1)}.init_args." if group else "--"
-    accepted = accepted_arguments(owner.group(1))
-    name = owner.group(1).rpartition(".")[2]
-    close = difflib.get_close_matches(head, accepted, n=1)
-    if close:
-        fix = f"did you mean {prefix}{close[0]}{key[len(head) :]}?"
-    else:
-        fix = f"it takes {', '.join(accepted)}." if accepted else "see `featlearn fit --help`."
-    return f"{prefix}{key}: {name} takes no argument {head!r}; {fix}"
-
-
 def explain(error: BaseException) -> str:
     """The message a person needs from ``error``: featlearn's own, not the parser's wrapping of it."""
     chain = list(exception_chain(error))
     everything = "\n".join(str(e) for e in chain)
-    unknown = _unknown_argument(everything)
-    if unknown:
-        return unknown
     keys = re.findall(r'Parser key "([\w.]+)"', everything)  # the setting the parser was reading
     for candidate in reversed(chain):  # innermost first: the message nearest the cause
         text = str(candidate).strip()

@@ -45,25 +45,22 @@ def interrupt_checkpoint_path(trainer: pl.Trainer) -> Path | None:
 class StopAtStepBoundary(Callback):
     """Turns the first Ctrl-C of a training loop into a stop, and a checkpoint, at the end of the current step.
 
-    The command line adds it to every run (``trainer_defaults``), so a config's callback
-    list cannot drop it. It is active from ``on_train_start`` to ``on_train_end`` in the
+    The command line adds it to every run (``FeatlearnCLI.instantiate_trainer``), so a
+    config's callback list cannot drop it. It is active from ``on_train_start`` to ``on_train_end`` in the
     main thread of a single-process run; elsewhere Ctrl-C keeps Python's behaviour.
 
     Attributes:
         requested: Whether a Ctrl-C asked the run to stop.
-        saved_to: The checkpoint written at the stop (None: none was written).
         stopped_at: The update step the run stops after (None: it goes on).
     """
 
     def __init__(self) -> None:
         self.requested = False
-        self.saved_to: Path | None = None
-        #: The update step the run stopped after (None: it goes on).
         self.stopped_at: int | None = None
         self._previous = None
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
-        self.requested, self.saved_to, self.stopped_at = False, None, None
+        self.requested, self.stopped_at = False, None
         if threading.current_thread() is threading.main_thread() and trainer.world_size == 1:
             self._previous = signal.signal(signal.SIGINT, self._ask_to_stop)
 
@@ -86,7 +83,6 @@ class StopAtStepBoundary(Callback):
             path = interrupt_checkpoint_path(trainer)
             if path is not None:
                 trainer.save_checkpoint(path, weights_only=False)
-                self.saved_to = path
             self.stopped_at = trainer.global_step
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module, batch, batch_idx) -> None:

@@ -381,16 +381,16 @@ def check_distinct_states(callbacks: list) -> None:
     Raises:
         ValueError: Two stateful callbacks share a ``state_key`` (the same class, the same settings).
     """
-    seen: dict[str, str] = {}
+    seen: set[str] = set()
     for callback in callbacks:
         if not isinstance(callback, pl.Callback) or type(callback).state_dict is pl.Callback.state_dict:
             continue
         key = callback.state_key
         if key in seen:
-            name = type(callback).__name__
             raise ValueError(
-                f"trainer.callbacks has {name} twice with the same settings: a checkpoint could not tell their states "
+                f"trainer.callbacks has {type(callback).__name__} twice with the same settings: a checkpoint could not "
+                f"tell their states "
                 f"apart. Drop one (`callbacks+:` in a config and `--trainer.callbacks+` add to the lists of base.yaml "
                 f"and the experiment), or give the second other settings."
             )
-        seen[key] = type(callback).__name__
+        seen.add(key)

@@ -64,12 +64,12 @@ def closest(word: str, names: list[str]) -> str | None:
 
 def misspelt_flag(text: str, args: list[str]) -> str | None:
     """The command-line flag the parser refused (without ``--``), found in its message and ``args``."""
-    found = re.search(r"unrecognized arguments: --([\w.+-]+)", text)
+    # A nested parser reports the flag from its own depth (--netwrk.width for --model.init_args.netwrk.width).
+    found = re.search(r"unrecognized arguments: --([\w.+-]+)", text) or re.search(
+        r"Option '([\w.]+)' is not accepted", text
+    )
     if found:
-        return found.group(1)
-    option = re.search(r"Option '([\w.]+)' is not accepted", text)
-    if option:
-        name = option.group(1)
+        name = found.group(1)
         for arg in args:
             flag = arg.split("=", 1)[0]
             if flag.startswith("--") and (flag == f"--{name}" or flag.endswith(f".{name}")):
@@ -185,20 +185,22 @@ def yaml_misspelling(text: str, args: list[str]) -> tuple[str, list[str], list[s
         return None
     name = option.group(1).rsplit(".", 1)[-1]
     found = None
-    for position, path in enumerate(config_files(args)):  # a --config=PATH is not replaced: no suggestion
+    for path in config_files(args):
         try:
             content = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError):
             continue
         for keys in key_paths(content, name):
-            found = (position, path, content, keys)  # a later file wins, as in the merge
+            found = (path, content, keys)  # a later file wins, as in the merge
     if found is None:
         return None
-    _, path, content, keys = found
+    path, content, keys = found
     drop_key(content, keys)
     rest = list(args)
-    at = max(i for i in range(1, len(rest)) if rest[i - 1] in ("--config", "-c") and rest[i] == path)
-    rest[at] = yaml.safe_dump(content or {})  # the file's last --config: the one whose key the merge kept
+    places = [i for i in range(1, len(rest)) if rest[i - 1] in ("--config", "-c") and rest[i] == path]
+    if not places:  # given as --config=PATH
+        return None
+    rest[places[-1]] = yaml.safe_dump(content or {})  # the file's last --config: the one whose key the merge kept
     shown = [key.removesuffix("+") if isinstance(key, str) else f"[{key[1]}]" for key in keys]
     return path, shown, rest
 
