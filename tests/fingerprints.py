@@ -3,8 +3,9 @@
 Every smoke test of a shipped experiment or overlay (tests/featlearn/cli/test_lightning.py) ends with
 :func:`check_fingerprint`: the run's test loss, test error and the sum of |theta| over the
 learner's floating-point state must equal those recorded in ``data/smoke_fingerprints.json``
-(to 1e-6 relative: a changed summation order may move the last bits, a changed computation
-moves far more). ``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records
+(to 1e-5 relative: a changed summation order may move the last bits, a changed computation
+moves far more). The suite pins one x86 code path (AVX2: ``tests/conftest.py``), so that the
+recording holds on whichever machine CI lands. ``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records
 them anew, on purpose, when a change is meant to move the numbers.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import torch
 
 FILE = Path(__file__).parent / "data" / "smoke_fingerprints.json"
-TOLERANCE = 1e-6
+TOLERANCE = 1e-5
 
 
 def fingerprint(cli) -> dict[str, float]:
