@@ -5,8 +5,9 @@ Every smoke test of a shipped experiment or overlay (tests/featlearn/cli/test_li
 learner's floating-point state must equal those recorded in ``data/smoke_fingerprints.json``
 (to 1e-5 relative: a changed summation order may move the last bits, a changed computation
 moves far more). The suite pins one x86 code path (AVX2: ``tests/conftest.py``), so that the
-recording holds on whichever machine CI lands. ``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records
-them anew, on purpose, when a change is meant to move the numbers.
+recording holds on whichever machine CI lands.
+``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records them
+anew, on purpose, when a change is meant to move the numbers.
 """
 
 from __future__ import annotations

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import base64
 import csv
-import fnmatch
 import hashlib
 import html
 import json
@@ -63,6 +62,7 @@ import yaml
 
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import Method, MethodNotApplicable, compare, summarize
+from featlearn.studies.judgement import TRIVIAL_SETS, VERDICTS, column_relation, judge
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun, Launcher, load_yaml
@@ -91,9 +91,8 @@ COLUMNS = (
 KINDS = ("compare", "samples", "phases", "teacher_check")
 #: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
 TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
-VERDICTS = ("reproduced", "differs", "not run")
-#: What a paper's value is to featlearn's: equal within the tolerance, or a bound (above or below it).
-RELATIONS = ("=", "<", ">")
+#: The row of every compare item's table that holds its sets' trivial rates (always predicting the commonest class).
+TRIVIAL_ROW = "Trivial (majority class)"
 
 
 # ---------------------------------------------------------------------- the plan
@@ -180,9 +179,13 @@ def load_plan(paper: str) -> Plan:
                 f"its keys must be scales, {list(SCALES)}."
             )
         paths = item.data_paths
-        if paths and (not item.needs_files or not isinstance(paths, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v and not Path(v).is_absolute() for k, v in paths.items()
-        )):
+        if paths and (
+            not item.needs_files
+            or not isinstance(paths, dict)
+            or not all(
+                isinstance(k, str) and isinstance(v, str) and v and not Path(v).is_absolute() for k, v in paths.items()
+            )
+        ):
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: data_paths must map data arguments to paths relative to "
                 f"--data-root, on an item with needs_files: true; got {paths!r}."
@@ -206,26 +209,6 @@ def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
     return table
 
 
-def column_relation(relation: str, column: str) -> tuple[str, str | None]:
-    """What a paper row's ``relation`` says of one column: (``=`` or ``<``, a method to compare with, or None).
-
-    ``relation`` is ``=`` or ``<`` for every column of the row, or per column,
-    ``"test: =; boundary: = Network"``: a column not named is ``=``; a relation followed by a
-    method's name compares the column with that method's featlearn mean in the same item
-    (a check of one run against another, as Remark 2.1's rotated run against the Network).
-    """
-    relation = (relation or "=").strip()
-    if ":" in relation:
-        parts = dict(part.split(":", 1) for part in relation.split(";") if part.strip())
-        relation = next((v for k, v in parts.items() if k.strip() == column), "=").strip()
-    op, reference = relation[:1], relation[1:].strip() or None
-    if op not in RELATIONS:
-        raise ValueError(
-            f"A paper table's relation must be one of {RELATIONS} (then a method, optionally), got {relation!r}."
-        )
-    return op, reference
-
-
 def judgement_rules(paper: str) -> dict:
     """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
     return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
@@ -235,54 +218,6 @@ def _number(text: str | None) -> float | None:
     if text is None or text.strip() in ("", "NA"):
         return None
     return float(text)
-
-
-def verdict(
-    paper_value: float | None,
-    values: list[float] | None,
-    column: str,
-    setting: str,
-    method: str,
-    rules: dict,
-    relation: str = "=",
-) -> dict | None:
-    """The verdict of one cell; None where the paper gives no value.
-
-    ``relation`` is what the paper states: ``=`` (a measured value; reproduced within the
-    tolerance), ``<`` (a strict bound, as a theorem's exponent: reproduced when featlearn's
-    mean plus ``std_multiple`` x its std stays below it; the absolute tolerance is for values)
-    or ``>`` (the same from above: a claim that one accuracy ends above another).
-
-    Returns:
-        ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "category", "reason"}``.
-    """
-    if paper_value is None:
-        return None
-    mean, std, n = summarize(values)
-    cell = {"paper": paper_value, "mean": mean, "std": std, "n": n, "category": "", "reason": ""}
-    if mean is None:
-        return {**cell, "verdict": "not run", "reason": "featlearn measured no value for this cell"}
-    tolerance = rules["tolerances"][column]
-    allowed = max(tolerance["absolute"], tolerance["std_multiple"] * (std or 0.0))
-    gap = mean - paper_value
-    cell.update(gap=gap, allowed=allowed)
-    if relation not in RELATIONS:
-        raise ValueError(
-            f"The paper table's relation must be one of {RELATIONS}, got {relation!r} ({setting}, {method})."
-        )
-    if relation != "=":  # a bound: the seeds' spread is the only slack
-        allowed = tolerance["std_multiple"] * (std or 0.0)
-        cell["allowed"] = allowed
-    held = {"=": abs(gap) <= allowed, "<": mean + allowed < paper_value, ">": mean - allowed > paper_value}
-    if held[relation]:
-        return {**cell, "verdict": "reproduced"}
-    for known in rules.get("reasons") or []:
-        if all(
-            fnmatch.fnmatchcase(value, str(known[key]))
-            for key, value in (("setting", setting), ("method", method), ("metric", column))
-        ):
-            return {**cell, "verdict": "differs", "category": known["category"], "reason": known["reason"]}
-    return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
 
 
 # ---------------------------------------------------------------------- running the items
@@ -499,7 +434,11 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     for label, (steps, accuracy), style, colour in lines:
         axis.plot(
-            [max(s, 1) for s in steps], [100.0 * a for a in accuracy], style, marker=".", label=label,
+            [max(s, 1) for s in steps],
+            [100.0 * a for a in accuracy],
+            style,
+            marker=".",
+            label=label,
             color=None if colour is None else f"C{colour}",
         )
     axis.set_xscale("log")
@@ -534,14 +473,36 @@ def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
 
 
 # ---------------------------------------------------------------------- the report
+def trivial_rates(results: dict[str, dict]) -> dict[str, dict[str, list[float]]]:
+    """The item's trivial-rate rows: the train and test sets' majority-class rates (percent per seed).
+
+    :data:`TRIVIAL_ROW` from the first method whose runs measured them on the data with its
+    input structure (every such method trains on the same sets), and the same row "w/o
+    structure" from the first method on the variant without it, whose labels can be far more
+    one-sided; none where no run measured them.
+    """
+    rows: dict[str, dict[str, list[float]]] = {}
+    for method, values in results.items():
+        row = f"{TRIVIAL_ROW}, w/o structure" if "w/o structure" in method else TRIVIAL_ROW
+        if row not in rows and values.get("test_majority"):
+            rows[row] = {"train_acc": values.get("train_majority"), "test_acc": values["test_majority"]}
+    return dict(sorted(rows.items(), key=lambda item: item[0] != TRIVIAL_ROW))
+
+
 def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[dict]:
-    """Every cell of the report: one row per item, method and metric featlearn or the paper has."""
+    """Every cell of the report: one row per item, method and metric featlearn or the paper has.
+
+    A compare item gets a row :data:`TRIVIAL_ROW` with its sets' majority-class rates, and every
+    accuracy cell is judged against its own method's trivial rate (:func:`~featlearn.studies.judgement.judge`).
+    """
     cells = []
     for item in plan.items:
         outcome = outcomes[item.id]
         paper_methods = [m for (setting, m) in numbers if setting == item.setting]
-        methods = list(outcome.get("results") or {}) or paper_methods
-        results = outcome.get("results") or {}
+        results = dict(outcome.get("results") or {})
+        if item.kind == "compare":
+            results.update(trivial_rates(results))
+        methods = list(results) or paper_methods
         for method in dict.fromkeys(methods + paper_methods):
             values = results.get(method, {})
             row = numbers.get((item.setting, method), {})
@@ -560,17 +521,44 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
                     cell.update(verdict=judged["verdict"] if judged else "")
-                elif method not in (outcome.get("results") or {}):
+                elif method not in results:
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
                     cell.update(verdict="not run", reason="not among this scale's methods")
                 else:
-                    judged = verdict(paper_value, measured, column, item.setting or "", method, rules, relation)
+                    judged = judge(
+                        paper_value,
+                        measured,
+                        column,
+                        item.setting or "",
+                        method,
+                        rules,
+                        relation,
+                        **trivial_evidence(values, column, rules),
+                    )
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
                     if judged is not None:
                         cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
                 cells.append(cell)
     return cells
+
+
+def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
+    """What :func:`~featlearn.studies.judgement.judge` needs of a method's runs to apply the trivial-rate rule.
+
+    ``trivial``: the mean majority-class rate of the cell's set; ``fits_training_set``: whether
+    the method's training accuracy is more than the train floor above its own trivial rate;
+    ``degenerate``: whether every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`).
+    """
+    if column not in TRIVIAL_SETS:
+        return {}
+    trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[column]}_majority"))
+    train, _, _ = summarize(_reached(values.get("train_acc")))
+    train_trivial, _, _ = summarize(values.get("train_majority"))
+    floor = float(rules["tolerances"]["train"]["absolute"])
+    fits = None if train is None or train_trivial is None else train - train_trivial > floor
+    flags = values.get("degenerate")
+    return {"trivial": trivial, "fits_training_set": fits, "degenerate": bool(flags) and all(flags)}
 
 
 def _reached(values: list | None) -> list[float] | None:
@@ -587,7 +575,7 @@ def _decimals(column: str) -> int:
 
 
 #: How a verdict shows in a table cell.
-MARKS = {"reproduced": "✓", "differs": "✗", "not run": "not run", "": ""}
+MARKS = {"reproduced": "✓", "differs": "✗", "uninformative": "○", "not run": "not run", "": ""}
 
 
 def item_table(rows: list[dict], ran: bool) -> list[str]:
@@ -617,20 +605,35 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
             against = f"{bound}{cell['reference']}'s {value}" if cell.get("reference") else f"paper {bound}{value}"
             paper = "" if cell["paper"] is None else f" ({against})"
             cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
-            if cell["verdict"] == "differs":
-                notes.append(f"- {method}, {metric}: differs: {cell['category']}. {cell['reason']}")
+            if cell["verdict"] in ("differs", "uninformative"):
+                notes.append(f"- {method}, {metric}: {cell['verdict']}: {cell['category']}. {cell['reason']}")
             elif cell["verdict"] == "not run" and ran:
                 notes.append(f"- {method}, {metric}: not run: {cell['reason']}")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    legend = "✓ reproduced, ✗ differs (reasons below); no mark: the paper gives no number."
+    legend = (
+        "✓ reproduced, ✗ differs, ○ uninformative: both at the trivial rate (reasons below); no mark: the paper "
+        "gives no number."
+    )
     return [*lines, "", legend, *([""] + notes if notes else [])]
 
 
 def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict], wall: dict) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
-    fields = ["item", "setting", "method", "metric", "relation", "paper", "mean", "std", "n", "verdict", "category",
-              "reason"]
+    fields = [
+        "item",
+        "setting",
+        "method",
+        "metric",
+        "relation",
+        "paper",
+        "mean",
+        "std",
+        "n",
+        "verdict",
+        "category",
+        "reason",
+    ]
     with open(out / "results.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
@@ -646,8 +649,8 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
     )
     md.append("")
     md.append(
-        f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run** "
-        f"(cells with a number in the paper)."
+        f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
+        f"uninformative (both at the trivial rate), {counts['not run']} not run** (cells with a number in the paper)."
     )
     md.append("")
     md.append(
@@ -660,12 +663,18 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         )
         + "."
     )
-    md += ["", "How cells are judged:", ""]
-    for column, tolerance in judgement_rules(plan.paper)["tolerances"].items():
-        md.append(
-            f"- {column}: reproduced when |featlearn mean - paper| <= max({tolerance['absolute']}, "
-            f"{tolerance['std_multiple']} x std over seeds)"
-        )
+    md += ["", "How cells are judged (`featlearn/studies/judgement.py`):", ""]
+    floors = ", ".join(f"{column} {t['absolute']:g}" for column, t in judgement_rules(plan.paper)["tolerances"].items())
+    md.append(
+        f"- reproduced when |featlearn mean - paper| <= the metric's floor ({floors}; accuracies in points); "
+        "the ± beside a cell is the standard deviation over seeds, shown, never added to the window"
+    )
+    md.append(
+        '- an accuracy is judged against its set\'s trivial rate (the row "Trivial (majority class)": always '
+        "predicting the commonest class): ○ uninformative when featlearn and the paper both lie within the floor "
+        "of it (unless the method fits its training set and only its test accuracy sits there), ✗ a failed fit "
+        "when featlearn's lies there (or every run degenerated) and the paper's does not"
+    )
     if any(c.get("relation") in ("<", ">") for c in cells):
         md.append(
             "- a bound (paper `< v` or `> v`: a theorem's rate, a claim that one curve ends above another): "
@@ -677,6 +686,7 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             "mean in the same item (e.g. a rotated run against the Network)"
         )
     md.append(f"- the reasons for known differences: `featlearn/papers/{plan.paper}.yaml`")
+    md += ["", *conclusions(plan, outcomes, cells)]
     figures: dict[str, list[Path]] = {}
     for item in plan.items:
         outcome = outcomes[item.id]
@@ -726,8 +736,8 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             )
             pictures = ([curve] if curve else []) + neuron_pictures(outcome["folder"], out / "figures", item.slug)
         figures[item.id] = pictures
-        for picture in pictures:
-            md += ["", f"![{picture.stem}](figures/{picture.name})"]
+        if pictures:  # one paragraph: side by side on GitHub, a grid in the HTML page
+            md += ["", " ".join(f"![{picture.stem}](figures/{picture.name})" for picture in pictures)]
     drawn = {picture.resolve() for pictures in figures.values() for picture in pictures}
     for stale in (out / "figures").glob("*.png"):  # pictures of an earlier plan's runs, no longer shown
         if stale.resolve() not in drawn:
@@ -736,52 +746,62 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
     (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
 
 
-def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
-    """The report's Markdown as a self-contained HTML page: its tables as tables, its figures embedded."""
-    body, table = [], []
+def anchor(heading: str) -> str:
+    """A section heading's anchor as GitHub forms it: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
-    def inline(text: str) -> str:
-        text = html.escape(text)
-        text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-        return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
-    def flush_table() -> None:
-        if not table:
-            return
-        head, *rest = [row.strip("|").split(" | ") for row in table if not set(row) <= set("|-: ")]
-        body.append("<table><thead><tr>" + "".join(f"<th>{inline(c.strip())}</th>" for c in head) + "</tr></thead>")
-        body.append("<tbody>")
-        for row in rest:
-            body.append("<tr>" + "".join(f"<td>{inline(c.strip())}</td>" for c in row) + "</tr>")
-        body.append("</tbody></table>")
-        table.clear()
+def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
+    """The report's opening: what reproduces, what differs (each with its category), what was not run, and contents.
 
-    for line in lines:
-        if line.startswith("|"):
-            table.append(line)
+    One line per item, built from its cells' verdicts, so the reader sees every conclusion
+    before any table; the reasons in full stay with each item's table.
+    """
+    lines = ["## Summary", ""]
+    for item in plan.items:
+        judged = [c for c in cells if c["item"] == item.id and c["verdict"]]
+        outcome = outcomes[item.id]
+        if outcome["status"] != "run":
+            lines.append(f"- **{item.id}**: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
             continue
-        flush_table()
-        if line.startswith("# "):
-            body.append(f"<h1>{inline(line[2:])}</h1>")
-        elif line.startswith("## "):
-            body.append(f"<h2>{inline(line[3:])}</h2>")
-        elif line.startswith("- "):
-            body.append(f"<p>&bull; {inline(line[2:])}</p>")
-        elif line.startswith("!["):
-            alt, path = re.match(r"!\[(.*)\]\((.*)\)", line).groups()
-            data = base64.b64encode((out / path).read_bytes()).decode()
-            body.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></figure>')
-        elif line.strip():
-            body.append(f"<p>{inline(line)}</p>")
-    flush_table()
+        if not judged:
+            lines.append(f"- **{item.id}**: no number in the paper to judge against (its figures are below).")
+            continue
+        counts = {v: sum(1 for c in judged if c["verdict"] == v) for v in VERDICTS}
+        parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
+        flagged = [c for c in judged if c["verdict"] in ("differs", "uninformative")]
+        differing = [f"{c['method']} {c['metric']} ({c['category']})" for c in flagged]
+        lines.append(f"- **{item.id}**: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
+    lines += ["", "Contents:", ""]
+    lines += [f"- [{item.id}: {item.title}](#{anchor(f'{item.id}: {item.title}')})" for item in plan.items]
+    return lines
+
+
+def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
+    """The report's Markdown as one self-contained HTML page (markdown-it-py: CommonMark with tables).
+
+    The figures are embedded as data URIs, a paragraph of figures becomes a grid, and every
+    section heading gets the anchor :func:`anchor` gives it, so the contents' links work.
+    """
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render("\n".join(lines))
+
+    def embed(match: re.Match) -> str:  # a figure's file as a data URI: the page stands alone
+        data = base64.b64encode((out / html.unescape(match.group(1))).read_bytes()).decode()
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="(figures/[^"]+\.png)"', embed, body)
+    body = body.replace("<p><img", '<p class="grid"><img')
+    body = re.sub(r"<h2>(.*?)</h2>", lambda m: f'<h2 id="{anchor(html.unescape(m.group(1)))}">{m.group(1)}</h2>', body)
     style = (
         "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
-        "img{max-width:48em}"
+        "img{max-width:100%}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(30em,1fr));gap:1em}"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+        f"<style>{style}</style></head><body>\n" + body + "</body></html>\n"
     )
 
 
@@ -799,15 +819,15 @@ def summary_table(out: Path) -> str:
     content = json.loads(path.read_text())
     summary, cells = content["summary"], content["cells"]
     lines = [
-        f"| {summary['paper']}, scale `{summary['scale']}` | reproduced | differs | not run |",
-        "|---|---:|---:|---:|",
+        f"| {summary['paper']}, scale `{summary['scale']}` | " + " | ".join(VERDICTS) + " |",
+        "|---|" + "---:|" * len(VERDICTS),
     ]
     for item in dict.fromkeys(c["item"] for c in cells):
         counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in VERDICTS]
         if any(counts):
             lines.append(f"| {item} | " + " | ".join(str(n) for n in counts) + " |")
     total = summary["counts"]
-    lines.append("| **all** | " + " | ".join(f"**{total[v]}**" for v in VERDICTS) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{total.get(v, 0)}**" for v in VERDICTS) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -823,14 +843,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--paper", choices=sorted(PAPERS), help="The paper to reproduce.")
     parser.add_argument("--scale", default="cpu", choices=SCALES, help="Preset sizes (default: %(default)s).")
     parser.add_argument("--out", help="Output folder DIR.")
-    parser.add_argument(
-        "--summary", metavar="DIR", default=None, help="Print the verdict counts of the report in DIR."
-    )
+    parser.add_argument("--summary", metavar="DIR", default=None, help="Print the verdict counts of the report in DIR.")
     parser.add_argument("--only", nargs="+", default=None, help="Run only these items (ids as in the plan).")
     parser.add_argument("--overwrite", action="store_true", help="Discard results of another plan or scale in DIR.")
-    parser.add_argument(
-        "--grid-members", type=int, default=None, help="compare's --grid-members (default: compare's)."
-    )
+    parser.add_argument("--grid-members", type=int, default=None, help="compare's --grid-members (default: compare's).")
     parser.add_argument(
         "--data-root",
         default=None,
@@ -930,10 +946,8 @@ def reproduce(argv: list[str], build: BuildRun) -> dict:
     write_report(out, plan, args, outcomes, cells, wall)
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
     print(
-        f"[reproduce] {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run; "
-        f"report: {out / 'report.md'} and {out / 'report.html'}",
+        f"[reproduce] {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
+        f"uninformative, {counts['not run']} not run; report: {out / 'report.md'} and {out / 'report.html'}",
         flush=True,
     )
     return {"counts": counts, "cells": cells, **wall}
-
-

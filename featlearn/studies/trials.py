@@ -203,6 +203,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
 
     Returns:
         ``{"train_acc": [...] | None, "test_acc": [...], "val_acc": [...] | None, "cos_similarity": [...] | None,
+        "train_majority": [...] | None, "test_majority": [...],
         "centre_coverage": [...] | None, "degenerate": [...] | None, "steps": int}`` with one
         value per member (per seed; a grid ensemble's G K members point by point), accuracies
         in percent, ``degenerate`` from the run's :class:`~featlearn.callbacks.DegenerateRuns`
@@ -236,17 +237,21 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     # Lightning hands the model back on the CPU after fit; measure it where it trained.
     model.to(trainer.strategy.root_device).eval()
     chunk = data.eval_batch_size
-    _, test_error = model.evaluate_dataset(*data.eval_set("test"), chunk=chunk)
+    test_x, test_y = data.eval_set("test")
+    _, test_error = model.evaluate_dataset(test_x, test_y, chunk=chunk)
     result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
+    result["test_majority"] = majority_rate(test_y)
     result["val_acc"] = None
     val = data.eval_set("val") if data.set_size("val") else None
     if val is not None and val[1].shape[-1]:  # what compare tunes on
         _, val_error = model.evaluate_dataset(*val, chunk=chunk)
         result["val_acc"] = (100.0 * (1.0 - val_error)).tolist()
-    result["train_acc"] = None
+    result["train_acc"] = result["train_majority"] = None
     if data.set_size("train") is not None:
-        _, train_error = model.evaluate_dataset(*data.train_set(), chunk=chunk)
+        train_x, train_y = data.train_set()
+        _, train_error = model.evaluate_dataset(train_x, train_y, chunk=chunk)
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
+        result["train_majority"] = majority_rate(train_y)
     # Members of a grid ensemble (model.member_values) that diverged while the others trained on.
     diverged = getattr(model, "diverged_members", None)
     if diverged:
@@ -279,6 +284,24 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     del cli, trainer, model, data
     gc.collect()
     return result
+
+
+def majority_rate(labels) -> list[float]:
+    r"""The trivial rate of each member's labels, in percent: the accuracy of always predicting the commonest class.
+
+    .. math::  \mathrm{triv}_s = 100 \max_c \frac{1}{n} \sum_{i=1}^{n} \mathbf 1\{y_{s,i} = c\}
+
+    Args:
+        labels: y (S, n): one row per member (±1 for a binary task, class indices otherwise).
+
+    Returns:
+        S values in [0, 100]: a constant predictor's accuracy, which no result of a method may be confused with.
+    """
+    rates = []
+    for row in labels.detach().reshape(labels.shape[0], -1).cpu():
+        _, counts = row.unique(return_counts=True)
+        rates.append(100.0 * float(counts.max()) / max(row.numel(), 1))
+    return rates
 
 
 def run_trial_job(config_path: str, build: BuildRun) -> dict:

@@ -20,8 +20,8 @@ from featlearn.studies.trials import merge_configs
 from ...conftest import CONFIGS  # noqa: TID252
 
 PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
-# The figures' NTK and RF without input structure, then the converged probes (not in the paper's tables).
-METHODS = [*PAPER_METHODS, "NTK w/o structure", "RF w/o structure", "One Step (best linear)", "Two Step (best linear)"]
+# Then the figures' NTK and RF without input structure (not in the paper's tables).
+METHODS = [*PAPER_METHODS, "NTK w/o structure", "RF w/o structure"]
 # E.1.1's process shrunk to a 4-step run of a 12-neuron network on d = 16.
 TINY = {
     "seed_everything": 0,
@@ -81,7 +81,7 @@ def test_summarize_is_mean_and_sample_std():
     assert summarize(None) == (None, None, 0)
 
 
-def test_default_methods_are_table_1s_then_the_baselines_without_structure_and_the_probes():
+def test_default_methods_are_table_1s_then_the_baselines_without_structure():
     assert [m.name for m in load_methods(CONFIGS / "compare" / "shi.yaml")] == METHODS
 
 
@@ -152,14 +152,9 @@ def test_each_method_config_runs_alone_and_logs_one_test_accuracy_chart(comparis
         events.Reload()
         steps = [e.step for e in events.Scalars("heldout/test_acc")]
         assert steps[0] == 0 and steps[-1] == config["trainer"]["max_steps"]
-    probe = yaml.safe_load((out / "methods" / "one_step_best_linear" / "config.yaml").read_text())
-    assert probe["trainer"]["max_steps"] == 1 and probe["model"]["class_path"] == "SteppedFeatureProbe"
-    one_step = yaml.safe_load((out / "methods" / "one_step" / "config.yaml").read_text())
-    assert one_step["trainer"]["max_steps"] == 3  # step 2 skipped, the classifier stage as long
-    assert one_step["model"]["init_args"]["lr_w"] == [{"start": 1, "end": 1, "value": 0.2}, {"start": 2, "value": 0.0}]
-    two_step = yaml.safe_load((out / "methods" / "two_step" / "config.yaml").read_text())
-    assert two_step["trainer"]["max_steps"] == 4
-    assert two_step["model"]["init_args"]["lr_w"][-1] == {"start": 3, "value": 0.0}
+    for name, steps in (("one_step", 1), ("two_step", 2)):  # the best classifier on the step-k features
+        probe = yaml.safe_load((out / "methods" / name / "config.yaml").read_text())
+        assert probe["trainer"]["max_steps"] == steps and probe["model"]["class_path"] == "SteppedFeatureProbe"
     wo = yaml.safe_load((out / "methods" / "network_w_o_structure" / "config.yaml").read_text())
     assert wo["data"]["init_args"]["structure"] is False
 
@@ -171,13 +166,16 @@ def _fit_first_layer(config_path, *args):
     return cli.model.two_layer.w.detach().clone()
 
 
-def test_one_step_keeps_the_first_layer_of_the_processs_first_step(comparison, tmp_path):
-    """One Step = the process's step 1, then its classifier stage on those frozen features."""
-    out, _, _ = comparison
-    one_step = _fit_first_layer(out / "methods" / "one_step" / "config.yaml", "--trainer.max_steps", "3")
-    after_step_1 = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", "1")
+def test_one_and_two_step_keep_the_first_layer_of_the_processs_first_steps(comparison, tmp_path):
+    """One Step (Two Step) = the process's first 1 (2) updates, the first layer frozen there."""
+    out, results, _ = comparison
+    for name, steps in (("one_step", "1"), ("two_step", "2")):
+        probe = _fit_first_layer(out / "methods" / name / "config.yaml")
+        after = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", steps)
+        assert torch.equal(probe, after)
     initial = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", "0")
-    assert torch.equal(one_step, after_step_1) and not torch.equal(one_step, initial)
+    assert not torch.equal(_fit_first_layer(out / "methods" / "one_step" / "config.yaml"), initial)
+    assert results["Two Step"] != results["Network"]  # two runs, not one
 
 
 def test_reshaping_holds_the_first_layer_arguments_the_learner_declares():
@@ -249,7 +247,7 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
 
 def test_changed_config_is_not_mixed_with_old_results(comparison, tmp_path):
     _, _, config = comparison
-    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "Network"]
+    args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "Network", "--no-tune"]
     compare(args, build_cli)
     with pytest.raises(ValueError, match="--overwrite"):
         compare([*args[:3], "3", *args[4:]], build_cli)  # --seeds 3

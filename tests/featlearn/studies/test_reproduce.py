@@ -18,15 +18,14 @@ import yaml
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import load_methods
+from featlearn.studies.judgement import VERDICTS, column_relation
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.reproduce import (
     SCALES,
-    VERDICTS,
     Item,
     Plan,
     check_plan_record,
     collect_cells,
-    column_relation,
     item_table,
     judgement_rules,
     load_plan,
@@ -35,46 +34,7 @@ from featlearn.studies.reproduce import (
     reproduce,
     run_item,
     run_teacher_check,
-    verdict,
 )
-
-RULES = {
-    "tolerances": {"test": {"absolute": 3.0, "std_multiple": 2.0}, "cos": {"absolute": 0.05, "std_multiple": 2.0}},
-    "reasons": [
-        {"setting": "E.1.*", "method": "NTK", "metric": "test", "category": "a constant the paper leaves open",
-         "reason": "rate"},
-    ],
-}  # fmt: skip
-
-
-def test_a_cell_within_the_tolerance_or_twice_its_spread_is_reproduced():
-    assert verdict(100.0, [98.0, 98.0], "test", "E.1.1", "Network", RULES)["verdict"] == "reproduced"  # 2 <= 3
-    assert verdict(100.0, [96.0, 96.0], "test", "E.1.1", "Network", RULES)["verdict"] == "differs"  # 4 > 3
-    spread = verdict(100.0, [90.0, 100.0], "test", "E.1.1", "Network", RULES)  # mean 95, std 7.07: allowed 14.1
-    assert spread["verdict"] == "reproduced" and spread["allowed"] == pytest.approx(2 * 7.0710678)
-
-
-def test_a_differing_cell_takes_the_first_matching_reason_or_says_none_is_recorded():
-    known = verdict(86.4, [80.0, 80.0], "test", "E.1.1 parity (T1)", "NTK", RULES)
-    category = RULES["reasons"][0]["category"]
-    assert (known["verdict"], known["category"], known["reason"]) == ("differs", category, "rate")
-    other = verdict(86.4, [80.0, 80.0], "test", "E.2.1 d=100 (T3)", "NTK", RULES)  # the pattern names E.1.*
-    assert (other["category"], other["reason"]) == ("unexplained", "no reason recorded yet")
-    assert verdict(None, [80.0], "test", "E.1.1", "NTK", RULES) is None  # no number in the paper: no verdict
-    assert verdict(86.4, None, "test", "E.1.1", "NTK", RULES)["verdict"] == "not run"
-
-
-def test_a_bound_is_reproduced_when_the_measured_value_stays_below_it():
-    rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
-    assert verdict(2.0, [1.52], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "reproduced"
-    assert verdict(2.0, [2.1], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # no slack
-    assert verdict(2.0, [1.9, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # + 2 std
-    assert verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "=")["verdict"] == "reproduced"  # within 0.5
-    parts = {"tolerances": {"gap": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": []}
-    assert verdict(0.0, [20.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "reproduced"  # 25 - 14 > 0
-    assert verdict(0.0, [1.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "differs"  # 15.5 - 29 < 0
-    with pytest.raises(ValueError, match="relation must be"):
-        verdict(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "~")
 
 
 def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_against_what_the_paper_states():
@@ -110,14 +70,6 @@ def test_every_phase_setting_follows_theorem_3_1_s_recipe():
         assert steps >= (3 * math.log(d) + 8 * math.log(math.log(d))) / model["lr"] - 1
 
 
-def test_a_relation_per_column_may_name_a_method_to_compare_with():
-    assert column_relation("<", "alpha") == ("<", None)
-    assert column_relation("test: =; gamma: < Network", "gamma") == ("<", "Network")
-    assert column_relation("test: =; gamma: < Network", "cos") == ("=", None)  # not named: "="
-    with pytest.raises(ValueError, match="relation must be"):
-        column_relation("gamma: ~ Network", "gamma")
-
-
 def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
     item = Item(id="R", title="R", configs=[], setting="S")
     plan = Plan("p", "t", {}, [item], "")
@@ -141,6 +93,35 @@ def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
     assert by["A", "margin"]["verdict"] == ""  # no number to compare with
     table = "\n".join(item_table(cells, True))
     assert "(A's 51.0)" in table and "(< A's 6.100)" in table and "not reached (2 seed(s) not reached)" in table
+
+
+def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them():
+    item = Item(id="R", title="R", configs=[], setting="S")
+    plan = Plan("p", "t", {}, [item], "")
+    balanced = {"train_majority": [50.1, 50.3], "test_majority": [50.2, 50.0]}
+    results = {
+        "Network": {"train_acc": [100.0, 100.0], "test_acc": [99.9, 100.0], **balanced},
+        "One Step": {"train_acc": [50.2, 50.3], "test_acc": [50.1, 50.2], **balanced},  # a constant predictor
+        "Network w/o structure": {"train_acc": [95.0, 95.1], "test_acc": [95.0, 95.2],
+                                  "train_majority": [95.0, 95.1], "test_majority": [95.1, 95.0]},
+    }  # fmt: skip
+    numbers = {
+        ("S", "Network"): {"train": 100.0, "test": 100.0},
+        ("S", "One Step"): {"train": 51.3, "test": 52.2},
+        ("S", "Network w/o structure"): {"train": 100.0, "test": 100.0},
+    }
+    rules = {"tolerances": {"train": {"absolute": 3.0}, "test": {"absolute": 3.0}}, "reasons": []}
+    cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
+    by = {(c["method"], c["metric"]): c for c in cells}
+    assert by["Trivial (majority class)", "train"]["mean"] == pytest.approx(50.2)
+    assert by["Trivial (majority class), w/o structure", "test"]["mean"] == pytest.approx(95.05)
+    assert by["Network", "test"]["verdict"] == "reproduced"
+    assert by["One Step", "test"]["verdict"] == "uninformative"  # chance against chance
+    failed = by["Network w/o structure", "train"]  # at its own set's 95% majority rate, the paper at 100
+    assert (failed["verdict"], failed["category"]) == ("differs", "a failed fit")
+    table = "\n".join(item_table(cells, True))
+    assert "| Trivial (majority class) | 50.20 ± 0.14 | 50.10 ± 0.14 |" in table
+    assert "One Step, test: uninformative: both at the trivial rate." in table
 
 
 def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_larger_teachers(tmp_path, monkeypatch):
@@ -335,7 +316,10 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     text = (out / "report.md").read_text()
     assert all(f"## {item.id}: " in text for item in plan.items)  # every section present
     counts = first["counts"]
-    assert f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['not run']} not run" in text
+    said = f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} uninformative"
+    assert said in text
+    assert "## Summary" in text and "Contents:" in text  # the conclusions before any table
+    assert all(f"- **{item.id}**: " in text for item in plan.items)
     rows = list(csv.DictReader((out / "results.csv").open()))
     judged = [r for r in rows if r["paper"]]
     assert judged and all(r["verdict"] in VERDICTS for r in judged)  # every cell with a paper number has a verdict
@@ -348,6 +332,10 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     assert (figures / "e_5_mnist_5k_test_accuracy.png").is_file()  # the per-part curves
     methods = {(r["item"], r["method"]) for r in rows}
     assert ("E.1.1", "NTK w/o structure") in methods and ("E.1.1", "RF w/o structure") in methods
+    assert {("E.1.1", "Trivial (majority class)"), ("E.3.2 experiment 1", "Trivial (majority class)")} <= methods
+    e11 = {(r["method"], r["metric"]): r["mean"] for r in rows if r["item"] == "E.1.1"}
+    # Two runs: Two Step is the best classifier on the step-2 features, while the Network trains on.
+    assert (e11["Two Step", "test"], e11["Two Step", "cos"]) != (e11["Network", "test"], e11["Network", "cos"])
     e5 = {r["method"]: r for r in rows if r["item"] == "E.5 MNIST-5k" and r["metric"] == "gap"}
     assert set(e5) >= {"alpha = 0.5", "alpha = 0.25", "on L alone", "FC(50) student, alpha = 0.5"}
     assert e5["FC(50) student, alpha = 0.5"]["relation"] == ">" and e5["alpha = 0.5"]["verdict"] in VERDICTS

@@ -1,0 +1,154 @@
+r"""The rules that turn a measured cell into a verdict of a reproduction report.
+
+A cell is one (setting, method, metric) with the paper's value :math:`v` and featlearn's
+values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviation
+:math:`s`). Its verdict is one of :data:`VERDICTS`:
+
+* **reproduced**: for a value the paper states (relation ``=``),
+  :math:`|\bar x - v| \le \text{floor}`, the metric's stated floor (3 points for an
+  accuracy, 0.05 for a cosine: ``featlearn/papers/<paper>.yaml``). The spread :math:`s`
+  is shown beside the cell and never widens that window. For a bound the paper states
+  (``<`` or ``>``: a theorem's rate, a claim that one curve ends above another), the
+  bound must hold at the edge of the seeds' spread: :math:`\bar x + k s < v`
+  (:math:`\bar x - k s > v`), :math:`k` the metric's ``std_multiple``.
+* **uninformative**: an accuracy where featlearn's mean *and* the paper's value lie within
+  the floor of the *trivial rate* :math:`t`, the accuracy of always predicting the
+  commonest class of that set. Chance against chance says nothing about the method.
+  The exception is a test accuracy whose method fits its training set clear of the
+  trivial rate: "fits, yet tests at chance" is a claim (a network without input
+  structure), judged by the rule above.
+* **differs**: otherwise, with a category and a reason. A method at the trivial rate
+  where the paper's is not, or whose every run degenerated (one class predicted, or a loss
+  that grew by orders of magnitude), is *a failed fit*,
+  never a result; the other reasons come from the paper's file of known differences,
+  which must cite the paper and a measurement.
+* **not run**: no value was measured.
+
+Every rule is a function of the numbers alone, so each has a unit test
+(``tests/featlearn/studies/test_judgement.py``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from featlearn.studies.compare import summarize
+
+#: What a verdict can be, in the order reports count them.
+VERDICTS = ("reproduced", "differs", "uninformative", "not run")
+#: What a paper's value is to featlearn's: equal within the floor, or a bound (above or below it).
+RELATIONS = ("=", "<", ">")
+#: Metric columns that are accuracies of a labelled set, so have a trivial rate: column -> that set.
+TRIVIAL_SETS = {"train": "train", "test": "test"}
+#: The category of a method whose accuracy sits at the trivial rate where the paper's does not.
+FAILED_FIT = "a failed fit"
+
+
+def column_relation(relation: str, column: str) -> tuple[str, str | None]:
+    """What a paper row's ``relation`` says of one column: (``=``, ``<`` or ``>``, a method to compare with, or None).
+
+    ``relation`` is ``=``, ``<`` or ``>`` for every column of the row, or per column,
+    ``"test: =; boundary: = Network"``: a column not named is ``=``; a relation followed by a
+    method's name compares the column with that method's featlearn mean in the same item
+    (a check of one run against another, as Remark 2.1's rotated run against the Network).
+    """
+    relation = (relation or "=").strip()
+    if ":" in relation:
+        parts = dict(part.split(":", 1) for part in relation.split(";") if part.strip())
+        relation = next((v for k, v in parts.items() if k.strip() == column), "=").strip()
+    op, reference = relation[:1], relation[1:].strip() or None
+    if op not in RELATIONS:
+        raise ValueError(
+            f"A paper table's relation must be one of {RELATIONS} (then a method, optionally), got {relation!r}."
+        )
+    return op, reference
+
+
+def known_reason(rules: dict, setting: str, method: str, column: str) -> dict | None:
+    """The first entry of the paper's known differences whose setting, method and metric patterns match."""
+    for known in rules.get("reasons") or []:
+        if all(
+            fnmatch.fnmatchcase(value, str(known[key]))
+            for key, value in (("setting", setting), ("method", method), ("metric", column))
+        ):
+            return known
+    return None
+
+
+def judge(
+    paper_value: float | None,
+    values: list[float] | None,
+    column: str,
+    setting: str,
+    method: str,
+    rules: dict,
+    relation: str = "=",
+    trivial: float | None = None,
+    fits_training_set: bool | None = None,
+    degenerate: bool = False,
+) -> dict | None:
+    """The verdict of one cell; None where the paper gives no value.
+
+    Args:
+        paper_value: The paper's value v (None: no number, no verdict).
+        values: featlearn's per-seed values.
+        column: The metric column (``train``, ``test``, ``cos``, ...), which names its floor.
+        setting: The paper's setting (for the known reasons).
+        method: The method's name (for the known reasons).
+        rules: The paper's judgement file: ``tolerances`` (column -> ``absolute``, ``std_multiple``)
+            and ``reasons``.
+        relation: ``=``, ``<`` or ``>`` (see the module).
+        trivial: The trivial rate t of this cell's set in percent (mean over seeds), for
+            ``train`` and ``test``; None where unknown or not an accuracy.
+        fits_training_set: For a ``test`` cell, whether the same method's training accuracy is
+            clear of its trivial rate (more than the floor above it).
+        degenerate: Every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`: it
+            predicts one class, or its loss grew by orders of magnitude).
+
+    Returns:
+        ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "trivial", "category", "reason"}``.
+    """
+    if paper_value is None:
+        return None
+    mean, std, n = summarize(values)
+    cell = {"paper": paper_value, "mean": mean, "std": std, "n": n, "trivial": trivial, "category": "", "reason": ""}
+    if mean is None:
+        return {**cell, "verdict": "not run", "reason": "featlearn measured no value for this cell"}
+    if relation not in RELATIONS:
+        raise ValueError(
+            f"The paper table's relation must be one of {RELATIONS}, got {relation!r} ({setting}, {method})."
+        )
+    tolerance = rules["tolerances"][column]
+    floor = float(tolerance["absolute"])
+    gap = mean - paper_value
+    if relation == "=":
+        allowed = floor  # the spread is shown beside the cell, never added to the window
+        held = abs(gap) <= allowed
+    else:  # a bound must hold at the edge of the seeds' spread
+        allowed = float(tolerance.get("std_multiple", 0.0)) * (std or 0.0)
+        held = mean + allowed < paper_value if relation == "<" else mean - allowed > paper_value
+    cell.update(gap=gap, allowed=allowed)
+    known = known_reason(rules, setting, method, column)
+    if column in TRIVIAL_SETS and relation == "=" and (trivial is not None or degenerate):
+        ours_trivial = degenerate or abs(mean - trivial) <= floor
+        paper_trivial = trivial is not None and abs(paper_value - trivial) <= floor
+        rate = "" if trivial is None else f" ({trivial:.1f}% on this {TRIVIAL_SETS[column]} set)"
+        if ours_trivial and paper_trivial and not (column == "test" and fits_training_set):
+            return {
+                **cell,
+                "verdict": "uninformative",
+                "category": "both at the trivial rate",
+                "reason": f"featlearn's {mean:.1f}% and the paper's {paper_value:.1f}% both lie within {floor:g} "
+                f"points of the trivial rate{rate}: a constant predictor scores the same, so the cell says nothing "
+                f"about the method.",
+            }
+        if ours_trivial and not paper_trivial:
+            what = "degenerated (DegenerateRuns)" if degenerate else f"scores the trivial rate{rate}"
+            reason = f"featlearn's {method} {what}: its fit failed, where the paper's {paper_value:.1f}% is not there."
+            reason += f" {known['reason']}" if known is not None else ""
+            return {**cell, "verdict": "differs", "category": FAILED_FIT, "reason": reason}
+    if held:
+        return {**cell, "verdict": "reproduced"}
+    if known is not None:
+        return {**cell, "verdict": "differs", "category": known["category"], "reason": known["reason"]}
+    return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}

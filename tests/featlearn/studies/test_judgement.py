@@ -1,0 +1,102 @@
+"""The judgement rules of a reproduction report: one test per rule (featlearn/studies/judgement.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from featlearn.studies.judgement import FAILED_FIT, column_relation, judge
+
+RULES = {
+    "tolerances": {
+        "train": {"absolute": 3.0, "std_multiple": 2.0},
+        "test": {"absolute": 3.0, "std_multiple": 2.0},
+        "cos": {"absolute": 0.05, "std_multiple": 2.0},
+    },
+    "reasons": [
+        {"setting": "E.1.*", "method": "NTK", "metric": "test", "category": "a constant the paper leaves open",
+         "reason": "rate"},
+    ],
+}  # fmt: skip
+
+
+def test_a_cell_is_reproduced_within_the_floor_and_the_spread_never_widens_it():
+    assert judge(100.0, [98.0, 98.0], "test", "E.1.1", "Network", RULES)["verdict"] == "reproduced"  # 2 <= 3
+    assert judge(100.0, [96.0, 96.0], "test", "E.1.1", "Network", RULES)["verdict"] == "differs"  # 4 > 3
+    spread = judge(100.0, [90.0, 100.0], "test", "E.1.1", "Network", RULES)  # mean 95, std 7.07: 5 > 3 all the same
+    assert spread["verdict"] == "differs" and spread["allowed"] == 3.0 and spread["std"] == pytest.approx(7.0710678)
+    assert judge(0.997, [0.95, 0.95], "cos", "E.1.1", "Network", RULES)["verdict"] == "reproduced"  # 0.047 <= 0.05
+    assert judge(0.997, [0.94, 0.94], "cos", "E.1.1", "Network", RULES)["verdict"] == "differs"
+
+
+def test_a_differing_cell_takes_the_first_matching_reason_or_says_none_is_recorded():
+    known = judge(86.4, [80.0, 80.0], "test", "E.1.1 parity (T1)", "NTK", RULES)
+    category = RULES["reasons"][0]["category"]
+    assert (known["verdict"], known["category"], known["reason"]) == ("differs", category, "rate")
+    other = judge(86.4, [80.0, 80.0], "test", "E.2.1 d=100 (T3)", "NTK", RULES)  # the pattern names E.1.*
+    assert (other["category"], other["reason"]) == ("unexplained", "no reason recorded yet")
+
+
+def test_no_paper_number_gives_no_verdict_and_no_measurement_gives_not_run():
+    assert judge(None, [80.0], "test", "E.1.1", "NTK", RULES) is None
+    assert judge(86.4, None, "test", "E.1.1", "NTK", RULES)["verdict"] == "not run"
+
+
+def test_a_bound_must_hold_at_the_edge_of_the_seeds_spread():
+    rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
+    assert judge(2.0, [1.52], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "reproduced"
+    assert judge(2.0, [2.1], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # no slack
+    assert judge(2.0, [1.9, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # + 2 std
+    parts = {"tolerances": {"gap": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": []}
+    assert judge(0.0, [20.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "reproduced"  # 25 - 14 > 0
+    assert judge(0.0, [1.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "differs"  # 15.5 - 29 < 0
+    with pytest.raises(ValueError, match="relation must be"):
+        judge(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "~")
+
+
+def test_chance_against_chance_is_uninformative_never_reproduced():
+    # One Step at the class rate of a balanced test set, against the paper's 52.2.
+    cell = judge(52.2, [50.2, 50.3], "test", "E.1.1", "One Step", RULES, trivial=50.2)
+    assert cell["verdict"] == "uninformative" and "trivial rate" in cell["reason"]
+    # The same at ratio 0.9: RF at the 90% majority rate, the paper's RF too.
+    assert judge(89.0, [89.9, 89.8], "train", "E.2.2", "RF", RULES, trivial=89.9)["verdict"] == "uninformative"
+
+
+def test_a_method_at_the_trivial_rate_where_the_paper_is_not_is_a_failed_fit():
+    cell = judge(100.0, [50.3, 50.2], "train", "E.1.1", "Network w/o structure", RULES, trivial=50.1)
+    assert (cell["verdict"], cell["category"]) == ("differs", FAILED_FIT)
+    assert "50.1%" in cell["reason"] and "Network w/o structure" in cell["reason"]
+    # Every seed degenerated (one class predicted): a failed fit even off the measured trivial rate.
+    flagged = judge(100.0, [60.0, 61.0], "train", "E.1.1", "Network", RULES, trivial=50.0, degenerate=True)
+    assert (flagged["verdict"], flagged["category"]) == ("differs", FAILED_FIT)
+    # A known reason for the cell is kept after the failed fit's own words.
+    known = judge(86.4, [50.0, 50.0], "test", "E.1.1", "NTK", RULES, trivial=50.0)
+    assert known["category"] == FAILED_FIT and known["reason"].endswith("rate")
+
+
+def test_a_test_accuracy_at_chance_is_a_claim_when_the_method_fits_its_training_set():
+    # The paper's network without structure memorises (train 100) and tests at chance (52.0).
+    fits = judge(52.0, [50.5, 50.9], "test", "E.1.1", "Network w/o structure", RULES, trivial=50.2,
+                 fits_training_set=True)  # fmt: skip
+    assert fits["verdict"] == "reproduced"
+    stuck = judge(52.0, [50.5, 50.9], "test", "E.1.1", "Network w/o structure", RULES, trivial=50.2,
+                  fits_training_set=False)  # fmt: skip
+    assert stuck["verdict"] == "uninformative"
+    # The training accuracy itself at chance is never rescued by that exception.
+    assert judge(51.0, [50.5], "train", "E.1.1", "NTK", RULES, trivial=50.2, fits_training_set=True)[
+        "verdict"
+    ] == "uninformative"
+
+
+def test_a_cell_clear_of_the_trivial_rate_is_judged_by_the_floor():
+    assert judge(100.0, [99.0], "test", "E.1.1", "Network", RULES, trivial=50.0)["verdict"] == "reproduced"
+    assert judge(84.0, [79.0], "test", "E.1.1", "NTK", RULES, trivial=50.0)["verdict"] == "differs"
+    # Cosines have no trivial rate: the rule never applies to them.
+    assert judge(0.25, [0.26], "cos", "E.1.1", "RF", RULES, trivial=50.0)["verdict"] == "reproduced"
+
+
+def test_a_relation_per_column_may_name_a_method_to_compare_with():
+    assert column_relation("<", "alpha") == ("<", None)
+    assert column_relation("test: =; gamma: < Network", "gamma") == ("<", "Network")
+    assert column_relation("test: =; gamma: < Network", "cos") == ("=", None)  # not named: "="
+    with pytest.raises(ValueError, match="relation must be"):
+        column_relation("gamma: ~ Network", "gamma")
