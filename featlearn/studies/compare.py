@@ -26,9 +26,10 @@ structure. This command runs such a comparison from one experiment config::
   member g K + j), each point's block equal to its own fit; other grids run a fit per point.
   A tuning fit runs without per-step diagnostics and curves (:func:`without_diagnostics`);
   the chosen values then train once more, with every curve, as the method's own run.
+  ``--tune-seeds K`` chooses on the first K seeds (member s is seed + s whatever the
+  ensemble's size, so they are the same runs as the first K of the final fit's).
 * **No run twice**: a method whose config is that of a run made already, but for its
-  logger, reuses that run's result and curves (Two Step is Network where the process
-  freezes the first layer from step 3 anyway). ``run_times.csv`` gives such a method 0 s.
+  logger, reuses that run's result and curves. ``run_times.csv`` gives such a method 0 s.
 * **Outputs**: ``DIR/table.md`` (the paper's layout: rows Train Acc, Test Acc, Cos
   Similarity; one column per method; mean ± std over seeds), ``DIR/table.csv``
   (``method,metric,mean,std,n_seeds``, accuracies in percent, std with ddof 1,
@@ -366,7 +367,9 @@ def write_tables(
     for name in names:
         if name in tuned:
             values = ", ".join(f"{key} = {value!r}" for key, value in tuned[name]["values"].items())
-            lines += ["", f"{name}: tuned on the validation set: {values} (val acc {tuned[name]['val_acc']:.2f}%)"]
+            on = tuned[name].get("seeds")
+            where = f"the validation set of its first {on} seeds" if on and on != seeds else "the validation set"
+            lines += ["", f"{name}: tuned on {where}: {values} (val acc {tuned[name]['val_acc']:.2f}%)"]
             if tuned[name].get("edge"):
                 lines.append(f"({', '.join(tuned[name]['edge'])}: the end of its grid; the optimum may lie beyond.)")
     (out / "table.md").write_text("\n".join(lines) + "\n")
@@ -392,7 +395,11 @@ def tune_methods(
     Every grid point is a trial (one ensemble over the seeds, in
     ``DIR/tuning/<method>/<k>/``, reused by a re-run like any trial); the point with
     the best mean validation accuracy wins, the first in the file's order on a tie. Writes
-    ``DIR/tuning.csv`` (every point) and returns method -> ``{"values", "val_acc"}``.
+    ``DIR/tuning.csv`` (every point) and returns method -> ``{"values", "val_acc", "edge", "seeds"}``.
+
+    With ``--tune-seeds K`` below ``--seeds``, every point trains on the first K seeds only (in
+    ``DIR/tuning_K_seeds/``, with ``DIR/tuning_K_seeds.csv``), as tuning is usually done; only
+    the chosen point then trains on every seed, as the method's own run.
 
     A tuning trial measures what tuning reads, its final accuracies: it runs without
     per-step diagnostics (:func:`without_diagnostics`) and without curves, which cost as
@@ -404,16 +411,19 @@ def tune_methods(
         ValueError: The data model has no validation set (``data.init_args.val_size: 0``).
     """
     grids = {m.name: m.grid() for m in methods if m.tune}
+    seeds = args.tune_seeds
+    # Tuning on the first K of the seeds has folders of its own: beside tuning on all of them, never mixed.
+    tuning = out / ("tuning" if seeds == args.seeds else f"tuning_{seeds}_seeds")
     trials, plan = [], {}  # plan: (method, point name) -> (trial label, the point's block of members or None)
     for method in methods:
         grid = grids.get(method.name, [])
         arguments = member_value_arguments(experiment, method) if grid else None
-        per_fit = max(1, args.grid_members // args.seeds)  # points side by side in one ensemble
+        per_fit = max(1, args.grid_members // seeds)  # points side by side in one ensemble
         if arguments is None or per_fit == 1:  # one trial per point
             for values in grid:
-                config = method_config(experiment, method.with_values(values), args.seeds, args.seed, out, build)
+                config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build)
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
-                folder = out / "tuning" / method.slug / point
+                folder = tuning / method.slug / point
                 without_diagnostics(config)
                 label = f"{method.name} tune {point}"
                 trials.append(Trial(label, folder, config))
@@ -421,27 +431,30 @@ def tune_methods(
             continue
         for first in range(0, len(grid), per_fit):
             chunk = grid[first : first + per_fit]
-            config = method_config(experiment, method, args.seeds, args.seed, out, build)
+            config = method_config(experiment, method, seeds, args.seed, out, build)
             without_diagnostics(config)
             config["model"]["init_args"]["member_values"] = {
                 argument: [values[key] for values in chunk] for argument, key in arguments.items()
             }
             name = f"points_{first}-{first + len(chunk) - 1}"
             label = f"{method.name} tune {name}"
-            trials.append(Trial(label, out / "tuning" / method.slug / name, config))
+            trials.append(Trial(label, tuning / method.slug / name, config))
             for g, values in enumerate(chunk):
                 plan[method.name, _point_name(values)] = (label, g)
     if not trials:
         return {}
     points = sum(len(grid) for grid in grids.values())
-    log(f"tuning {', '.join(grids)} on the validation set: {points} grid point(s) in {len(trials)} fit(s)")
+    log(
+        f"tuning {', '.join(grids)} on the validation set of {seeds} seed(s): {points} grid point(s) in "
+        f"{len(trials)} fit(s)"
+    )
     done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True)
     tuned, rows = {}, []
     for method in methods:
         best = None
         for values in grids.get(method.name, []):
             label, block = plan[method.name, _point_name(values)]
-            metrics = point_metrics(done[label]["metrics"], block, args.seeds)
+            metrics = point_metrics(done[label]["metrics"], block, seeds)
             if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
                 rows.append([method.name, values, None, None, "diverged"])
                 continue
@@ -459,11 +472,11 @@ def tune_methods(
             raise ValueError(f"Every grid point of {method.name!r} diverged: give its tune grid smaller values.")
         if best is not None:
             edge = grid_edges(method.tune, best[0])
-            tuned[method.name] = {"values": best[0], "val_acc": best[1], "edge": edge}
+            tuned[method.name] = {"values": best[0], "val_acc": best[1], "edge": edge, "seeds": seeds}
             log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
             if edge:
                 log(f"{method.name}: WARNING: {', '.join(edge)} chose the end of its grid; extend the grid past it.")
-    with open(out / "tuning.csv", "w", newline="") as handle:
+    with open(tuning.with_suffix(".csv"), "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen", "note"])
         for name, values, mean, std, note in rows:
@@ -596,6 +609,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--no-tune", action="store_true", help="Use the methods file's constants; do not tune its grids."
     )
     parser.add_argument(
+        "--tune-seeds",
+        type=int,
+        default=None,
+        help="Choose each grid point on the first K seeds only, then run the chosen point on all --seeds "
+        "(default: all of them).",
+    )
+    parser.add_argument(
         "--grid-members",
         type=int,
         default=None,
@@ -610,6 +630,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--seeds must be >= 1, got {args.seeds}.")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}.")
+    if args.tune_seeds is None:
+        args.tune_seeds = args.seeds
+    if not 1 <= args.tune_seeds <= args.seeds:
+        parser.error(f"--tune-seeds must be between 1 and --seeds ({args.seeds}), got {args.tune_seeds}.")
     if args.grid_members is None:
         args.grid_members = default_grid_members(args.seeds, args.slurm_gpus)
     if args.grid_members < 1:

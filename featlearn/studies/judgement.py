@@ -11,7 +11,8 @@ values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviati
   (``<`` or ``>``: a theorem's rate, a claim that one curve ends above another), the
   bound must hold at the edge of the seeds' spread: :math:`\bar x + k s < v`
   (:math:`\bar x - k s > v`), :math:`k` the metric's ``std_multiple``.
-* **uninformative**: an accuracy where featlearn's mean *and* the paper's value lie within
+* **uninformative**: a measurement that cannot decide the claim (a U-curve's minimum at
+  the edge of its sweep), or an accuracy where featlearn's mean *and* the paper's value lie within
   the floor of the *trivial rate* :math:`t`, the accuracy of always predicting the
   commonest class of that set. Chance against chance says nothing about the method.
   The exception is a test accuracy whose method fits its training set clear of the
@@ -86,6 +87,7 @@ def judge(
     trivial: float | None = None,
     fits_training_set: bool | None = None,
     degenerate: bool = False,
+    inconclusive: str | None = None,
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
 
@@ -102,6 +104,8 @@ def judge(
             ``train`` and ``test``; None where unknown or not an accuracy.
         fits_training_set: For a ``test`` cell, whether the same method's training accuracy is
             clear of its trivial rate (more than the floor above it).
+        inconclusive: Why the measurement cannot decide the claim (a U-curve's minimum at the edge
+            of its sweep): the cell is uninformative, whatever its value.
         degenerate: Every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`: it
             predicts one class, or its loss grew by orders of magnitude).
 
@@ -128,6 +132,8 @@ def judge(
         allowed = float(tolerance.get("std_multiple", 0.0)) * (std or 0.0)
         held = mean + allowed < paper_value if relation == "<" else mean - allowed > paper_value
     cell.update(gap=gap, allowed=allowed)
+    if inconclusive:
+        return {**cell, "verdict": "uninformative", "category": "inconclusive", "reason": inconclusive + "."}
     known = known_reason(rules, setting, method, column)
     if column in TRIVIAL_SETS and relation == "=" and (trivial is not None or degenerate):
         ours_trivial = degenerate or abs(mean - trivial) <= floor

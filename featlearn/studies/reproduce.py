@@ -252,6 +252,8 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
     only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
     if only:
         argv += ["--only", *only]
+    if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
+        argv += ["--tune-seeds", str(min(int(scale["tune_seeds"]), int(scale["seeds"])))]
     if args.grid_members is not None:
         argv += ["--grid-members", str(args.grid_members)]
     argv += args.launcher_argv
@@ -321,7 +323,9 @@ def run_teacher_check(item: Item, argv: list[str], args: argparse.Namespace, fol
     results = {}
     for row in rows:
         name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
-        results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])]}
+        sizes = [point["size"] for point in row["curve"]]
+        edge = row["student_minimum"] in (sizes[0], sizes[-1])  # the U-curve's minimum may lie past the sweep
+        results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
         if row["chosen"]:
             results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}
     record = folder / "teacher_check.json"
@@ -525,6 +529,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
                     cell.update(verdict="not run", reason="not among this scale's methods")
                 else:
+                    edges = [m for m in (method, reference) if all((results.get(m) or {}).get("at_grid_edge") or [0])]
                     judged = judge(
                         paper_value,
                         measured,
@@ -534,6 +539,12 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         rules,
                         relation,
                         **trivial_evidence(values, column, rules),
+                        inconclusive=(
+                            f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes, so "
+                            "the U-curve's minimum may lie beyond it"
+                            if edges
+                            else None
+                        ),
                     )
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
@@ -541,6 +552,86 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
                 cells.append(cell)
     return cells
+
+
+#: How a claim cell's method is named in results.csv: its words, so a reader of the CSV sees what was checked.
+CLAIM_PREFIX = "claim: "
+
+
+def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[dict]:
+    """The paper's claims that are relations between measurements: one judged cell each.
+
+    Each entry of the judgement file's ``claims`` names its item, the claim in a few words,
+    the paper's words and place (``source``), the measured side (``left``: a method and a
+    metric column of that item), a relation (``=``, ``<``, ``>``) and the other side: a
+    number (``value``) or another method's mean (``right``, its metric defaulting to the
+    left's). ``not_measured`` says why featlearn has no measurement for it yet. A claim is
+    judged by :func:`~featlearn.studies.judgement.judge` without the trivial-rate rule: the
+    claim itself says where chance lies ("all three methods drop to chance").
+    """
+    cells = []
+    for claim in rules.get("claims") or []:
+        item = next((i for i in plan.items if i.id == claim["item"]), None)
+        if item is None:  # an item --only left out (a test holds every claim to the shipped plan's items)
+            continue
+        outcome = outcomes.get(item.id, {"status": "not run", "why": "not among the items run"})
+        results = dict(outcome.get("results") or {})
+        results.update(trivial_rates(results))
+        cell = {"item": item.id, "setting": item.setting or "", "method": CLAIM_PREFIX + claim["claim"]}
+        cell.update(relation=claim.get("relation", ""), source=claim["source"], kind="claim", reference=None)
+        cell.update(paper=None, mean=None, std=None, n=0, unreached=0, category="", reason="")
+        if claim.get("not_measured"):  # said, with why, before anything is looked up
+            cell.update(metric=claim.get("left", {}).get("metric", ""), verdict="not run")
+            cell["reason"] = f"not measured: {claim['not_measured'].strip()}"
+            cells.append(cell)
+            continue
+        left = claim["left"]
+        metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
+        cell["metric"] = left["metric"]
+        if "right" in claim:
+            right = claim["right"]
+            right_metric = next(m for c, m, _, _ in COLUMNS if c == right.get("metric", left["metric"]))
+            cell["reference"] = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
+            paper, _, _ = summarize(_reached((results.get(right["method"]) or {}).get(right_metric)))
+        else:
+            paper = float(claim["value"])
+        values = _reached((results.get(left["method"]) or {}).get(metric))
+        mean, std, n = summarize(values)
+        cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"])
+        if outcome["status"] != "run":
+            cell.update(verdict="not run", reason=outcome["why"])
+        elif paper is None or mean is None:
+            cell.update(verdict="not run", reason="a side of the claim was not measured at this scale")
+        else:
+            judged = judge(paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"])
+            cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
+        cells.append(cell)
+    return cells
+
+
+def claims_table(rows: list[dict]) -> list[str]:
+    """An item's claims as Markdown: the claim, the paper's words, featlearn's two sides and the verdict."""
+    if not rows:
+        return []
+    lines = ["| Claim | The paper | featlearn | Verdict |", "|---|---|---|---|"]
+    for row in rows:
+        decimals = _decimals(row["metric"]) if row["metric"] else 2
+        ours = (
+            ""
+            if row["mean"] is None
+            else f"{row['mean']:.{decimals}f}" + ("" if row["std"] is None else f" ± {row['std']:.{decimals}f}")
+        )
+        other = row["reference"] or "the paper's bound"
+        side = "" if row["paper"] is None else f" {row['relation']} {row['paper']:.{decimals}f} ({other})"
+        measured = f"{row.get('left', '')} {row['metric']}: {ours}{side}".strip() if ours else ""
+        verdict = {
+            "reproduced": "✓",
+            "differs": f"✗ {row['category']}: {row['reason']}",
+            "not run": f"not run: {row['reason']}",
+        }[row["verdict"]]
+        claim = row["method"][len(CLAIM_PREFIX) :]
+        lines.append(f"| {claim} | {row['source']} | {measured} | {verdict} |")
+    return ["", "Claims of the paper checked as relations:", "", *lines]
 
 
 def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
@@ -611,8 +702,8 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 notes.append(f"- {method}, {metric}: not run: {cell['reason']}")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     legend = (
-        "✓ reproduced, ✗ differs, ○ uninformative: both at the trivial rate (reasons below); no mark: the paper "
-        "gives no number."
+        "✓ reproduced, ✗ differs, ○ uninformative: both at the trivial rate, or inconclusive (reasons below); "
+        "no mark: the paper gives no number."
     )
     return [*lines, "", legend, *([""] + notes if notes else [])]
 
@@ -700,8 +791,9 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             seconds = outcome["training_seconds"]
             md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
-        rows = [c for c in cells if c["item"] == item.id]
+        rows = [c for c in cells if c["item"] == item.id and c.get("kind") != "claim"]
         md += item_table(rows, outcome["status"] == "run")
+        md += claims_table([c for c in cells if c["item"] == item.id and c.get("kind") == "claim"])
         if outcome["status"] == "run" and item.kind == "samples":
             md += ["", *sample_complexity_lines(outcome)]
         if outcome["status"] == "run" and item.kind == "phases":
@@ -709,9 +801,11 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         if outcome["status"] == "run" and item.kind == "teacher_check":
             md += ["", *outcome["table"]]
         tuned = outcome.get("tuned") or {}
+        tune_seeds = plan.scales[args.scale].get("tune_seeds")
+        on = f" of the first {tune_seeds} seeds" if tune_seeds and tune_seeds < plan.scales[args.scale]["seeds"] else ""
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
-            md += ["", f"{method} tuned on the validation set: {chosen}."]
+            md += ["", f"{method} tuned on the validation set{on}: {chosen}."]
         pictures = []
         if outcome["status"] == "run" and item.kind == "samples":
             plot = out / "figures" / f"{item.slug}_samples.png"
@@ -942,7 +1036,7 @@ def reproduce(argv: list[str], build: BuildRun) -> dict:
         summary = json.loads(previous.read_text())["summary"]
         earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
-    cells = collect_cells(plan, outcomes, numbers, rules)
+    cells = collect_cells(plan, outcomes, numbers, rules) + collect_claims(plan, outcomes, rules)
     write_report(out, plan, args, outcomes, cells, wall)
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
     print(

@@ -393,6 +393,34 @@ def test_a_grid_tuned_as_one_ensemble_gives_each_point_the_accuracies_of_its_own
     assert [r["note"] for r in tables[6]] == ["", "", "diverged"]
 
 
+def test_tuning_on_the_first_seeds_runs_only_the_chosen_point_on_all_of_them(tmp_path):
+    """--tune-seeds K: every grid point on seeds 0..K-1 (their own folders), the chosen one on every seed."""
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
+    methods = tmp_path / "methods.yaml"
+    grid = {"model.init_args.lr_a": [1.0e-6, 0.5]}
+    methods.write_text(
+        yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
+    )
+    out = tmp_path / "o"
+    args = ["--config", str(config), "--methods", str(methods), "--seeds", "3", "--out", str(out)]
+    results = compare([*args, "--tune-seeds", "2"], build_cli)
+    points = sorted((out / "tuning_2_seeds" / "rf").iterdir())
+    assert [p.name for p in points] == ["0.5", "1e-06"] and not (out / "tuning").exists()
+    for point in points:  # each point trained on the first 2 seeds only
+        assert yaml.safe_load((point / "config.yaml").read_text())["model"]["init_args"]["ensemble_size"] == 2
+    final = yaml.safe_load((out / "methods" / "rf" / "config.yaml").read_text())["model"]["init_args"]
+    assert final["ensemble_size"] == 3 and len(results["RF"]["test_acc"]) == 3
+    rows = list(csv.DictReader(open(out / "tuning_2_seeds.csv")))
+    chosen = grid["model.init_args.lr_a"][[int(r["chosen"]) for r in rows].index(1)]
+    assert final["lr_a"] == chosen
+    # The chosen point's first two seeds are the tuning fit's runs: member s is seed + s at any ensemble size.
+    tuned_fit = json.loads((out / "tuning_2_seeds" / "rf" / repr(chosen) / "result.json").read_text())["metrics"]
+    assert results["RF"]["val_acc"][:2] == pytest.approx(tuned_fit["val_acc"], abs=1e-9)
+    assert "tuned on the validation set of its first 2 seeds" in (out / "table.md").read_text()
+    with pytest.raises(SystemExit):
+        compare([*args, "--tune-seeds", "4"], build_cli)  # more than --seeds
+
+
 def test_tuning_needs_a_validation_set(tmp_path):
     config = write_config(tmp_path)  # TINY: val_size 0
     with pytest.raises(ValueError, match="Tuning 'NTK' needs a validation set: set data.init_args.val_size > 0"):

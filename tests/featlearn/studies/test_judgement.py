@@ -100,3 +100,10 @@ def test_a_relation_per_column_may_name_a_method_to_compare_with():
     assert column_relation("test: =; gamma: < Network", "cos") == ("=", None)  # not named: "="
     with pytest.raises(ValueError, match="relation must be"):
         column_relation("gamma: ~ Network", "gamma")
+
+
+def test_a_measurement_that_cannot_decide_the_claim_is_uninformative_whatever_its_value():
+    rules = {"tolerances": {"minimum": {"absolute": 1.0, "std_multiple": 2.0}}, "reasons": []}
+    edge = judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules, inconclusive="the minimum is at m = 1")
+    assert (edge["verdict"], edge["category"]) == ("uninformative", "inconclusive")
+    assert judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules)["verdict"] == "differs"

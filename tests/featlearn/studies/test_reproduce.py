@@ -21,11 +21,15 @@ from featlearn.studies.compare import load_methods
 from featlearn.studies.judgement import VERDICTS, column_relation
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.reproduce import (
+    COLUMNS,
     SCALES,
+    TRIVIAL_ROW,
     Item,
     Plan,
     check_plan_record,
+    claims_table,
     collect_cells,
+    collect_claims,
     item_table,
     judgement_rules,
     load_plan,
@@ -131,7 +135,9 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
         (tmp_path / "item").mkdir(exist_ok=True)
         (tmp_path / "item" / "teacher_check.md").write_text("# t\n\n| teacher m | minimum |\n| 9 | 8 |\n")
         assert argv[-4:] == ["--teacher-sizes", "chosen,50,500", "--out", str(tmp_path / "item")]
-        return [{"teacher_size": t, "chosen": t == 9, "student_minimum": m} for t, m in ((9, 8), (50, 32), (500, 24))]
+        curve = [{"size": m} for m in (1, 2, 4, 8, 16, 24, 32, 64)]
+        rows = ((9, 8), (50, 32), (500, 24), (1000, 64))  # FC(1000)'s minimum at the sweep's last size
+        return [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve} for t, m in rows]
 
     monkeypatch.setattr(check, "check_teacher_sizes", fake_check)
     item = Item(id="F26", title="t", configs=[], setting="E.5.4 MNIST-5k", kind="teacher_check",
@@ -139,6 +145,7 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     args = argparse.Namespace(scale="cpu")
     outcome = run_teacher_check(item, [], args, tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
+    assert outcome["results"]["teacher FC(1000)"]["at_grid_edge"] == [True]
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
     plan = Plan("shi2022", "t", {}, [item], "")
     cells = collect_cells(plan, {"F26": outcome}, paper_numbers("shi2022"), judgement_rules("shi2022"))
@@ -147,6 +154,12 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     assert by["teacher FC(50)"]["verdict"] == "reproduced"  # 32 > 8
     assert by["teacher FC(500)"]["verdict"] == "differs"  # 24 is not above FC(50)'s 32
     assert by["teacher sweep (Algorithm 1)"]["verdict"] == ""  # the reference itself
+    # A minimum at the sweep's edge cannot say where the U-curve's minimum is: inconclusive, not "differs".
+    claim = {"relation": "minimum: > teacher FC(500)"}
+    numbers = {**paper_numbers("shi2022"), ("E.5.4 MNIST-5k", "teacher FC(1000)"): claim}
+    cells = collect_cells(plan, {"F26": outcome}, numbers, judgement_rules("shi2022"))
+    edge = next(c for c in cells if c["method"] == "teacher FC(1000)" and c["metric"] == "minimum")
+    assert (edge["verdict"], edge["category"]) == ("uninformative", "inconclusive")
 
 
 def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
@@ -208,6 +221,58 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
     assert set(rules["tolerances"]) == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"}
     assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
                                  "a featlearn limitation"} for r in rules["reasons"])  # fmt: skip
+
+
+def test_every_shipped_claim_names_an_item_its_methods_and_a_column_of_the_report():
+    plan = load_plan("shi2022")
+    rules = judgement_rules("shi2022")
+    columns = {column for column, *_ in COLUMNS}
+    assert len(rules["claims"]) >= 20
+    for claim in rules["claims"]:
+        item = next(i for i in plan.items if i.id == claim["item"])  # StopIteration: an unknown item
+        assert claim["source"].strip() and claim["claim"].strip()
+        if claim.get("not_measured"):
+            continue
+        methods = {m.name for m in load_methods(resolve_config(item.methods or plan.scales["cpu"]["methods"]))}
+        methods = (set(item.only) if item.only else methods) | {TRIVIAL_ROW, f"{TRIVIAL_ROW}, w/o structure"}
+        assert claim["left"]["method"] in methods and claim["left"]["metric"] in columns, claim
+        assert claim["relation"] in ("=", "<", ">") and ("right" in claim) != ("value" in claim), claim
+        assert "right" not in claim or claim["right"]["method"] in methods, claim
+
+
+def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
+    item = Item(id="R", title="R", configs=[], setting="S")
+    plan = Plan("p", "t", {}, [item], "")
+    results = {
+        "Network": {"test_acc": [99.0, 100.0], "train_acc": [100.0, 100.0], "test_majority": [50.0, 50.0]},
+        "NTK": {"test_acc": [84.0, 85.0]},
+        "NTK w/o structure": {"test_acc": [51.0, 50.0], "test_majority": [50.1, 50.3]},
+    }
+    rules = {
+        "tolerances": {"test": {"absolute": 3.0, "std_multiple": 2.0}, "train": {"absolute": 3.0, "std_multiple": 2.0}},
+        "reasons": [],
+        "claims": [
+            {"item": "R", "claim": "beats", "source": "s", "left": {"method": "Network", "metric": "test"},
+             "relation": ">", "right": {"method": "NTK"}},
+            {"item": "R", "claim": "chance", "source": "s", "left": {"method": "NTK w/o structure", "metric": "test"},
+             "relation": "=", "right": {"method": "Trivial (majority class), w/o structure"}},
+            {"item": "R", "claim": "overfits", "source": "s", "left": {"method": "Network", "metric": "test"},
+             "relation": "<", "right": {"method": "Network", "metric": "train"}},
+            {"item": "R", "claim": "clusters", "source": "s", "not_measured": "no statistic yet"},
+            {"item": "Other", "claim": "left out by --only", "source": "s", "not_measured": "x"},
+        ],
+    }  # fmt: skip
+    cells = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": results}}, rules)}
+    assert cells["claim: beats"]["verdict"] == "reproduced" and cells["claim: beats"]["paper"] == 84.5
+    assert cells["claim: chance"]["verdict"] == "reproduced"  # the claim itself is about chance
+    assert cells["claim: overfits"]["verdict"] == "differs"  # 99.5 + 2 x 0.71 is not below 100
+    assert cells["claim: clusters"]["verdict"] == "not run" and "no statistic yet" in cells["claim: clusters"]["reason"]
+    assert "claim: left out by --only" not in cells
+    table = "\n".join(claims_table(list(cells.values())))
+    assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ |" in table
+    assert "| clusters | s |  | not run: not measured: no statistic yet |" in table
+    skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
+    assert [c["verdict"] for c in skipped] == ["not run"] * 4 and skipped[0]["reason"] == "no files"
 
 
 def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
