@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import os
+import warnings
+from pathlib import Path
 
-# One numeric code path on every x86 machine CI may land on, set before torch computes anything:
-# an AVX-512 machine otherwise takes other MKL/oneDNN/ATen kernels than an AVX2 one, and the
-# Shi smoke runs turn those last-bit differences into a 0.4% move of the test loss (seen on
-# CI: shi_parity 1.99993 recorded, 2.00769 on an AVX2-only EPYC), which the fingerprints refuse.
-for _variable, _value in (("ATEN_CPU_CAPABILITY", "avx2"), ("MKL_CBWR", "AVX2"), ("ONEDNN_MAX_CPU_ISA", "AVX2")):
-    os.environ.setdefault(_variable, _value)
-
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-import pytorch_lightning as pl  # noqa: E402
+import pytest
+import pytorch_lightning as pl
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
