@@ -437,9 +437,14 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
 
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     for label, (steps, accuracy), style, colour in lines:
+        # From step 1: at step 0 Section 3.1's symmetric initialisation gives f = 0 on every input, whose
+        # accuracy (y f > 0) is a 0% artefact, and a log axis has no place for step 0 anyway.
+        kept = [(s, a) for s, a in zip(steps, accuracy, strict=True) if s >= 1]
+        if not kept:
+            continue
         axis.plot(
-            [max(s, 1) for s in steps],
-            [100.0 * a for a in accuracy],
+            [s for s, _ in kept],
+            [100.0 * a for _, a in kept],
             style,
             marker=".",
             label=label,
@@ -450,7 +455,7 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     axis.set_ylabel("test accuracy (%), mean over seeds")
     axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=6 if len(lines) > 8 else 7)
+    axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=90, bbox_inches="tight")
@@ -548,6 +553,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     )
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
+                    cell["values"] = measured  # per seed, in seed order
                     if judged is not None:
                         cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
                 cells.append(cell)
@@ -597,7 +603,7 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
             paper = float(claim["value"])
         values = _reached((results.get(left["method"]) or {}).get(metric))
         mean, std, n = summarize(values)
-        cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"])
+        cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"], values=values)
         if outcome["status"] != "run":
             cell.update(verdict="not run", reason=outcome["why"])
         elif paper is None or mean is None:
@@ -721,6 +727,7 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         "mean",
         "std",
         "n",
+        "values",
         "verdict",
         "category",
         "reason",
@@ -729,7 +736,9 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         for cell in cells:
-            writer.writerow({k: ("" if cell.get(k) is None else cell.get(k)) for k in fields})
+            row = {k: ("" if cell.get(k) is None else cell.get(k)) for k in fields}
+            row["values"] = " ".join(repr(v) for v in cell.get("values") or [])  # every seed's value
+            writer.writerow(row)
     summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, **wall}
     (out / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1, default=str))
 

@@ -118,6 +118,7 @@ def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them(
     cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
     by = {(c["method"], c["metric"]): c for c in cells}
     assert by["Trivial (majority class)", "train"]["mean"] == pytest.approx(50.2)
+    assert by["Network", "test"]["values"] == [99.9, 100.0]  # every seed's value, for results.csv/json
     assert by["Trivial (majority class), w/o structure", "test"]["mean"] == pytest.approx(95.05)
     assert by["Network", "test"]["verdict"] == "reproduced"
     assert by["One Step", "test"]["verdict"] == "uninformative"  # chance against chance
@@ -387,6 +388,8 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     assert all(f"- **{item.id}**: " in text for item in plan.items)
     rows = list(csv.DictReader((out / "results.csv").open()))
     judged = [r for r in rows if r["paper"]]
+    network = next(r for r in rows if (r["item"], r["method"], r["metric"]) == ("E.1.1", "Network", "test"))
+    assert len(network["values"].split()) == 2  # the per-seed values, one per seed
     assert judged and all(r["verdict"] in VERDICTS for r in judged)  # every cell with a paper number has a verdict
     assert all(r["reason"] for r in judged if r["verdict"] != "reproduced")
     not_run = {r["item"] for r in rows if r["verdict"] == "not run"}
