@@ -14,13 +14,17 @@ the scale that runs it.
 
 **The paper's numbers** ship in ``featlearn/papers/<paper>.csv`` (setting, method,
 train / test accuracy in percent, Cos Similarity, fraction of centres found, source),
-and the rules of judgement in ``featlearn/papers/<paper>.yaml``: a tolerance per metric
-and the known reasons why cells differ. Every cell with a paper value gets a verdict:
+and the rules of judgement in ``featlearn/papers/<paper>.yaml``: a floor per metric, the
+known reasons why cells differ, and the paper's claims that are relations between
+measurements. Every cell with a paper value gets a verdict (:mod:`featlearn.studies.judgement`):
 
-* **reproduced**: \|featlearn mean - paper\| <= max(absolute, std_multiple x std over seeds);
-* **differs**: with the reason's category (a constant the paper leaves open, a
-  contradiction in the paper, a featlearn limitation) and its one line, or "no reason
+* **reproduced**: \|featlearn mean - paper\| <= the metric's floor (the spread over seeds is
+  shown, never added to the window; a bound holds at the edge of the spread);
+* **differs**: with the reason's category (a failed fit, a constant the paper leaves open, a
+  contradiction in the paper, a featlearn limitation) and its reason, or "no reason
   recorded yet";
+* **uninformative**: featlearn and the paper both at the trivial (majority-class) rate, or a
+  measurement that cannot decide (a U-curve's minimum at the edge of its sweep);
 * **not run**: why (a data file that is not there, and where to put it; a scale that
   leaves the item out).
 
@@ -31,6 +35,12 @@ self-contained: figures embedded), ``results.csv`` and ``results.json`` (every c
 events: the paper's Figures 5, 7, 9, 11 and 13; and the MDS pictures of the network's
 neurons that the runs draw), and ``items/<item>/``, each item's ``featlearn compare``
 folder.
+
+**Where things live**: the plan and the paper's numbers in :mod:`featlearn.studies.plan`;
+each kind of item (comparison table, phases, sample complexity, teacher check), one class
+behind one protocol, in :mod:`featlearn.studies.report_items`; the rules of judgement, each
+unit-tested, in :mod:`featlearn.studies.judgement`; this module collects the cells and the
+claims, writes the report (Markdown, rendered to HTML by markdown-it-py) and is the command.
 
 **Resuming**: every item is a ``featlearn compare`` whose trials are reused when their
 config is unchanged (a ``teacher_check`` item's teachers and students come from the
@@ -45,185 +55,35 @@ from __future__ import annotations
 import argparse
 import base64
 import csv
-import hashlib
 import html
 import json
-import math
 import re
 import resource
-import shutil
-import textwrap
 import time
-from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import yaml
 
-from featlearn.config_files import resolve_config
-from featlearn.studies.compare import Method, MethodNotApplicable, compare, summarize
+from featlearn.studies.compare import summarize
 from featlearn.studies.judgement import TRIVIAL_SETS, VERDICTS, column_relation, judge
-from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
-from featlearn.studies.samples import samples
-from featlearn.studies.trials import BuildRun, Launcher, load_yaml
-
-#: The papers a plan ships for: name -> plan file (a shipped config name).
-PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023"}
-SCALES = ("smoke", "cpu", "full")
-#: Metric columns of the paper's table file and of the report: (column, compare's metric, label, decimals).
-COLUMNS = (
-    ("train", "train_acc", "Train Acc (%)", 2),
-    ("test", "test_acc", "Test Acc (%)", 2),
-    ("cos", "cos_similarity", "Cos Similarity", 3),
-    ("centres", "centre_coverage", "Centres found", 3),
-    ("original", "part_original", "Original part (%)", 2),
-    ("injected", "part_injected", "Injected part (%)", 2),
-    ("gap", "part_gap", "Original - injected (points)", 2),
-    ("alpha", "alpha", "Exponent alpha (n* ~ d^alpha)", 2),
-    ("boundary", "boundary_step", "Signal finding ends (step)", 1),
-    ("margin", "margin_step", "gamma_min reaches its target (step)", 1),
-    ("gamma", "final_gamma_min", "gamma_min at the end", 3),
-    ("exp_log", "log_exponent", "Exponent of L(d)", 2),
-    ("exp_eta", "eta_exponent", "Exponent of eta", 2),
-    ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
+from featlearn.studies.plan import (
+    COLUMNS,
+    PAPERS,
+    SCALES,
+    TRIVIAL_ROW,
+    Item,
+    Plan,
+    judgement_rules,
+    load_plan,
+    paper_numbers,
 )
-#: Item kinds: what command an item runs.
-KINDS = ("compare", "samples", "phases", "teacher_check")
-#: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
-TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
-#: The row of every compare item's table that holds its sets' trivial rates (always predicting the commonest class).
-TRIVIAL_ROW = "Trivial (majority class)"
-
-
-# ---------------------------------------------------------------------- the plan
-@dataclass
-class Item:
-    """One experiment of a paper's plan, run as a ``featlearn compare``."""
-
-    id: str
-    title: str
-    configs: list[str]
-    #: The paper's setting (the ``setting`` column of its table file); None: no numbers to compare.
-    setting: str | None = None
-    methods: str | None = None
-    #: compare's ``--only``: a list, or scale -> list.
-    only: list[str] | dict[str, list[str]] | None = None
-    #: The paper's figures this item's pictures correspond to.
-    figures: str = ""
-    #: scale -> overrides of the experiment (a mapping in the config's shape); a scale not named runs as is.
-    scales: dict[str, dict] = field(default_factory=dict)
-    #: Scales that leave this item out, with why.
-    skip: dict[str, str] = field(default_factory=dict)
-    #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
-    needs_files: bool = False
-    #: Further data arguments ``--data-root`` sets: argument -> a path under the root
-    #: (e.g. ``injected_root: tiny-imagenet-200/train``).
-    data_paths: dict[str, str] = field(default_factory=dict)
-    #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`),
-    #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`)
-    #: or ``teacher_check`` (students' U-curves under teachers of several sizes, Shi et al.'s Figure 26,
-    #: :mod:`featlearn.studies.teacher_check`).
-    kind: str = "compare"
-    #: A ``samples`` item's study file (a shipped name or a path).
-    study: str | None = None
-    #: scale -> further arguments of the item's command (e.g. ``["--dims", "8,16"]``).
-    arguments: dict[str, list] = field(default_factory=dict)
-    notes: str = ""
-
-    @property
-    def slug(self) -> str:
-        """A folder name: ``E.2.1 d=100`` -> ``e_2_1_d_100``."""
-        return re.sub(r"[^a-z0-9]+", "_", self.id.lower()).strip("_")
-
-
-@dataclass
-class Plan:
-    """A paper's plan: its items and each scale's seeds and methods file."""
-
-    paper: str
-    title: str
-    scales: dict[str, dict]
-    items: list[Item]
-    text: str
-
-    @property
-    def digest(self) -> str:  # noqa: D102
-        return hashlib.sha256(self.text.encode()).hexdigest()
-
-
-def load_plan(paper: str) -> Plan:
-    """Read the shipped plan of ``paper``.
-
-    Raises:
-        ValueError: An unknown paper, or a malformed plan (the message names the entry).
-    """
-    if paper not in PAPERS:
-        raise ValueError(f"--paper {paper!r} has no reproduction plan; choose one of {sorted(PAPERS)}.")
-    path = resolve_config(PAPERS[paper])
-    content = load_yaml(path, "the plan")
-    scales = content.get("scales") or {}
-    if set(scales) != set(SCALES):
-        raise ValueError(f"Plan {path}: 'scales' must define {list(SCALES)}, got {sorted(scales)}.")
-    items = []
-    for entry in content.get("items") or []:
-        known = {f for f in Item.__dataclass_fields__}
-        unknown = set(entry) - known
-        if unknown or "id" not in entry or "configs" not in entry:
-            raise ValueError(f"Plan {path}: item {entry.get('id')!r} needs id and configs; unknown keys {unknown}.")
-        item = Item(**{**entry, "title": entry.get("title", entry["id"])})
-        if item.kind not in KINDS or (item.kind == "samples" and not item.study):
-            raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
-        if isinstance(item.only, dict) and not set(item.only) <= set(SCALES):
-            raise ValueError(
-                f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "
-                f"its keys must be scales, {list(SCALES)}."
-            )
-        paths = item.data_paths
-        if paths and (
-            not item.needs_files
-            or not isinstance(paths, dict)
-            or not all(
-                isinstance(k, str) and isinstance(v, str) and v and not Path(v).is_absolute() for k, v in paths.items()
-            )
-        ):
-            raise ValueError(
-                f"Plan {path}: item {item.id!r}: data_paths must map data arguments to paths relative to "
-                f"--data-root, on an item with needs_files: true; got {paths!r}."
-            )
-        items.append(item)
-    ids = [item.slug for item in items]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"Plan {path}: item ids must differ in letters and digits: {ids}.")
-    return Plan(paper, content.get("title", paper), scales, items, path.read_text())
-
-
-# ---------------------------------------------------------------------- the paper's numbers
-def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
-    """The paper's values: (setting, method) -> {column: float | None, "source": str}."""
-    text = (resources.files("featlearn") / "papers" / f"{paper}.csv").read_text()
-    table = {}
-    for row in csv.DictReader(text.splitlines()):
-        values = {column: _number(row.get(column)) for column, _, _, _ in COLUMNS}
-        relation = (row.get("relation") or "=").strip()
-        table[row["setting"], row["method"]] = {**values, "relation": relation, "source": row.get("source", "")}
-    return table
-
-
-def judgement_rules(paper: str) -> dict:
-    """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
-    return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
-
-
-def _number(text: str | None) -> float | None:
-    if text is None or text.strip() in ("", "NA"):
-        return None
-    return float(text)
+from featlearn.studies.report_items import ITEM_KINDS
+from featlearn.studies.trials import BuildRun, Launcher
 
 
 # ---------------------------------------------------------------------- running the items
 def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build: BuildRun) -> dict:
-    """Run one item's ``featlearn compare`` (or say why not): ``{"status", "results", "why", ...}``."""
-    scale = plan.scales[args.scale]
+    """Run one item by its kind (or say why not): ``{"status", "results", "why", ...}``."""
     if args.scale in item.skip:
         return {"status": "not run", "why": item.skip[args.scale]}
     folder = out / "items" / item.slug
@@ -241,244 +101,7 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         overlay.write_text(yaml.safe_dump(overrides, sort_keys=False))
         configs.append(str(overlay))
     argv = [arg for config in configs for arg in ("--config", config)]
-    if item.kind == "samples":
-        return run_samples(item, [*argv, "--seeds", str(scale["seeds"])], args, folder, build)
-    if item.kind == "teacher_check":
-        return run_teacher_check(item, argv, args, folder, build)
-    argv += ["--seeds", str(scale["seeds"]), "--out", str(folder)]
-    methods = item.methods or scale.get("methods")
-    if methods:
-        argv += ["--methods", methods]
-    only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
-    if only:
-        argv += ["--only", *only]
-    if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
-        argv += ["--tune-seeds", str(min(int(scale["tune_seeds"]), int(scale["seeds"])))]
-    if args.grid_members is not None:
-        argv += ["--grid-members", str(args.grid_members)]
-    argv += args.launcher_argv
-    if args.overwrite:
-        argv.append("--overwrite")
-    try:
-        results = compare(argv, build)
-    except FileNotFoundError as err:  # real data a user places: say where
-        then = " Then rerun with --data-root ROOT." if item.needs_files else ""
-        return {"status": "not run", "why": f"{err}{then}"}
-    except MethodNotApplicable as err:
-        return {"status": "not run", "why": str(err)}
-    if item.kind == "phases":
-        settings = phase_settings(folder, results, lambda name: Method(name).slug)
-        cells, fits = phase_results(settings)
-        return {
-            "status": "run",
-            "results": cells,
-            "settings": settings,
-            "fits": fits,
-            "tuned": {},
-            "training_seconds": trial_seconds(folder),
-            "folder": folder,
-        }
-    return {
-        "status": "run",
-        "results": results,
-        "tuned": _tuned_values(folder),
-        "training_seconds": trial_seconds(folder),
-        "folder": folder,
-    }
-
-
-def run_samples(item: Item, argv: list[str], args: argparse.Namespace, folder: Path, build: BuildRun) -> dict:
-    """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
-    argv = [*argv, "--study", str(item.study), "--out", str(folder)]
-    argv += [str(a) for a in item.arguments.get(args.scale, [])]
-    argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
-    study = samples(argv, build)
-    results = {method: {"alpha": None if fit is None else [fit["alpha"]]} for method, fit in study["fits"].items()}
-    return {
-        "status": "run",
-        "results": results,
-        "fits": study["fits"],
-        "rows": study["rows"],
-        "tuned": {},
-        "training_seconds": trial_seconds(folder),
-        "folder": folder,
-    }
-
-
-def run_teacher_check(item: Item, argv: list[str], args: argparse.Namespace, folder: Path, build: BuildRun) -> dict:
-    """Run a ``teacher_check`` item (:func:`~featlearn.studies.teacher_check.check_teacher_sizes`).
-
-    Each teacher's row holds log2 of its students' U-curve minimum; the row
-    :data:`TEACHER_SWEEP` holds log2 of the size Algorithm 1 chose (the teacher sweep's
-    own minimum), which the chosen teacher's students are judged against (Figure 26(b)).
-    Teachers and students come from the teacher cache where trained before, so a killed
-    check resumes; the seconds shown are those of the run that computed the numbers.
-    """
-    from featlearn.studies.teacher_check import check_teacher_sizes
-
-    argv = [*argv, *(str(a) for a in item.arguments.get(args.scale, [])), "--out", str(folder)]
-    started = time.perf_counter()
-    rows = check_teacher_sizes(argv, build)
-    seconds = time.perf_counter() - started
-    results = {}
-    for row in rows:
-        name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
-        sizes = [point["size"] for point in row["curve"]]
-        edge = row["student_minimum"] in (sizes[0], sizes[-1])  # the U-curve's minimum may lie past the sweep
-        results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
-        if row["chosen"]:
-            results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}
-    record = folder / "teacher_check.json"
-    saved = json.loads(record.read_text()) if record.is_file() else {}
-    if saved.get("results") == results:  # the same numbers, from the cache: keep the seconds that computed them
-        seconds = saved["seconds"]
-    record.write_text(json.dumps({"results": results, "seconds": seconds}, indent=1))
-    return {
-        "status": "run",
-        "results": results,
-        "tuned": {},
-        "training_seconds": seconds,
-        "folder": folder,
-        "table": (folder / "teacher_check.md").read_text().splitlines()[2:],
-    }
-
-
-def sample_complexity_lines(outcome: dict) -> list[str]:
-    """A ``samples`` item's measurements: the fits with their intervals, and n* against the theory's rates."""
-    lines = ["| Method | alpha | 95% bootstrap interval | points |", "|---|---:|---|---:|"]
-    for method, fit in outcome["fits"].items():
-        if fit is None:
-            lines.append(f"| {method} | NA | NA (fewer than two bracketed dimensions) | - |")
-        else:
-            interval = f"[{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
-            lines.append(f"| {method} | {fit['alpha']:.2f} | {interval} | {fit['points']} |")
-    lines += [
-        "",
-        "n* against the rates of Theorem 3.1 (d log^2 d) and of the NTK (d^2 log d): a ratio that stays flat or "
-        "falls as d grows is within that rate.",
-        "",
-        "| Method | d | n* | n* / (d log^2 d) | n* / (d^2 log d) | status |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for row in outcome["rows"]:
-        d, n_star = row["d"], row["n_star"]
-        if n_star == "":
-            lines.append(f"| {row['method']} | {d} | NA |  |  | {row['status']} |")
-            continue
-        log_d = math.log(d)
-        lines.append(
-            f"| {row['method']} | {d} | {n_star} | {n_star / (d * log_d**2):.2f} | {n_star / (d**2 * log_d):.3f} "
-            f"| {row['status']} |"
-        )
-    return lines
-
-
-def _tuned_values(folder: Path) -> dict[str, dict]:
-    """The tuned constants, method -> {tuned key: chosen value}, from a compare folder's ``table.csv``."""
-    tuned: dict[str, dict] = {}
-    table = folder / "table.csv"
-    if not table.is_file():
-        return tuned
-    for row in csv.DictReader(table.open()):
-        if row["metric"].startswith("tuned:"):
-            tuned.setdefault(row["method"], {})[row["metric"][len("tuned:") :]] = row["mean"]
-    return tuned
-
-
-def trial_seconds(folder: Path) -> float:
-    """The seconds every trial of a compare folder took when it ran (tuning included; reused runs count 0)."""
-    return sum(json.loads(path.read_text())["seconds"] for path in folder.glob("**/result.json"))
-
-
-# ---------------------------------------------------------------------- figures
-def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
-    """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    curves = {}
-    for method in methods:
-        run = folder / "tensorboard" / re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
-        if not run.is_dir():
-            continue
-        events = EventAccumulator(str(run), size_guidance={"scalars": 0})
-        events.Reload()
-        if tag in events.Tags().get("scalars", []):
-            points = events.Scalars(tag)
-            curves[method] = ([p.step for p in points], [p.value for p in points])
-    return curves
-
-
-def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
-    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None.
-
-    Where the runs log a mixture's parts (``parts/original``, ``parts/injected``: Shi et al.'s
-    Figures 4 and 22-25), each method's two parts are drawn instead, the original solid and
-    the injected dashed, in the method's colour.
-    """
-    parts = {name: logged_curves(folder, methods, f"parts/{name}") for name in ("original", "injected")}
-    if parts["original"]:
-        lines = [
-            (f"{method}: {name} part", curve, "-" if name == "original" else "--", colour)
-            for colour, method in enumerate(parts["original"])
-            for name in ("original", "injected")
-            if (curve := parts[name].get(method))
-        ]
-    else:
-        lines = [
-            (method, curve, "--" if "w/o structure" in method else "-", None)
-            for method, curve in logged_curves(folder, methods, "heldout/test_acc").items()
-        ]
-    if not lines:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
-    for label, (steps, accuracy), style, colour in lines:
-        # From step 1: at step 0 Section 3.1's symmetric initialisation gives f = 0 on every input, whose
-        # accuracy (y f > 0) is a 0% artefact, and a log axis has no place for step 0 anyway.
-        kept = [(s, a) for s, a in zip(steps, accuracy, strict=True) if s >= 1]
-        if not kept:
-            continue
-        axis.plot(
-            [s for s, _ in kept],
-            [100.0 * a for _, a in kept],
-            style,
-            marker=".",
-            label=label,
-            color=None if colour is None else f"C{colour}",
-        )
-    axis.set_xscale("log")
-    axis.set_xlabel("update step")
-    axis.set_ylabel("test accuracy (%), mean over seeds")
-    axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
-    figure.tight_layout()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(target, dpi=90, bbox_inches="tight")
-    plt.close(figure)
-    return target
-
-
-def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
-    """The pictures of the neurons the Network run drew, copied to ``target``.
-
-    Shi et al.'s MDS pictures (``mds_step*.png``) and Glasgow's signal-plane pictures
-    (``phase_neurons_step*.png``), in step order.
-    """
-    run = folder / "tensorboard" / "network"
-    drawn = [*run.glob("mds_step*.png"), *run.glob("phase_neurons_step*.png")]
-    pictures = sorted(drawn, key=lambda p: (p.stem.split("_step")[0], int(re.findall(r"\d+", p.stem)[-1])))
-    copied = []
-    for picture in pictures:
-        destination = target / f"{slug}_{picture.name}"
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(picture, destination)
-        copied.append(destination)
-    return copied
+    return ITEM_KINDS[item.kind].run(item, plan, args, argv, folder, build)
 
 
 # ---------------------------------------------------------------------- the report
@@ -803,41 +426,15 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         rows = [c for c in cells if c["item"] == item.id and c.get("kind") != "claim"]
         md += item_table(rows, outcome["status"] == "run")
         md += claims_table([c for c in cells if c["item"] == item.id and c.get("kind") == "claim"])
-        if outcome["status"] == "run" and item.kind == "samples":
-            md += ["", *sample_complexity_lines(outcome)]
-        if outcome["status"] == "run" and item.kind == "phases":
-            md += ["", *phase_lines(outcome["settings"], outcome["fits"])]
-        if outcome["status"] == "run" and item.kind == "teacher_check":
-            md += ["", *outcome["table"]]
+        if outcome["status"] == "run":
+            md += ITEM_KINDS[item.kind].lines(outcome)
         tuned = outcome.get("tuned") or {}
         tune_seeds = plan.scales[args.scale].get("tune_seeds")
         on = f" of the first {tune_seeds} seeds" if tune_seeds and tune_seeds < plan.scales[args.scale]["seeds"] else ""
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
             md += ["", f"{method} tuned on the validation set{on}: {chosen}."]
-        pictures = []
-        if outcome["status"] == "run" and item.kind == "samples":
-            plot = out / "figures" / f"{item.slug}_samples.png"
-            plot.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(outcome["folder"] / "samples.png", plot)
-            pictures = [plot]
-        elif outcome["status"] == "run" and item.kind == "teacher_check":
-            plot = out / "figures" / f"{item.slug}_teacher_check.png"
-            plot.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(outcome["folder"] / "teacher_check.png", plot)
-            pictures = [plot]
-        elif outcome["status"] == "run" and item.kind == "phases":
-            title = f"{item.id}: each phase's length x eta against its rate's L(d)"
-            plot = phase_plot(outcome["settings"], out / "figures" / f"{item.slug}_phases.png", title)
-            pictures = [plot] if plot else []
-        elif outcome["status"] == "run":
-            curve = accuracy_curves(
-                outcome["folder"],
-                list(outcome["results"]),
-                out / "figures" / f"{item.slug}_test_accuracy.png",
-                f"{item.id}: test accuracy per method ({item.figures or 'featlearn'})",
-            )
-            pictures = ([curve] if curve else []) + neuron_pictures(outcome["folder"], out / "figures", item.slug)
+        pictures = ITEM_KINDS[item.kind].pictures(item, outcome, out / "figures") if outcome["status"] == "run" else []
         figures[item.id] = pictures
         if pictures:  # one paragraph: side by side on GitHub, a grid in the HTML page
             md += ["", " ".join(f"![{picture.stem}](figures/{picture.name})" for picture in pictures)]

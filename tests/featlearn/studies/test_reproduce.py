@@ -20,6 +20,7 @@ from featlearn.config_files import resolve_config
 from featlearn.studies.compare import load_methods
 from featlearn.studies.judgement import VERDICTS, column_relation
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
+from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.reproduce import (
     COLUMNS,
     SCALES,
@@ -37,7 +38,6 @@ from featlearn.studies.reproduce import (
     paper_numbers,
     reproduce,
     run_item,
-    run_teacher_check,
 )
 
 
@@ -144,7 +144,7 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     item = Item(id="F26", title="t", configs=[], setting="E.5.4 MNIST-5k", kind="teacher_check",
                 arguments={"cpu": ["--teacher-sizes", "chosen,50,500"]})  # fmt: skip
     args = argparse.Namespace(scale="cpu")
-    outcome = run_teacher_check(item, [], args, tmp_path / "item", build=None)
+    outcome = ITEM_KINDS["teacher_check"].run(item, None, args, [], tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
     assert outcome["results"]["teacher FC(1000)"]["at_grid_edge"] == [True]
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
@@ -164,7 +164,7 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
 
 
 def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
-    import featlearn.studies.reproduce as module
+    import featlearn.studies.report_items as module
 
     seen = {}
     monkeypatch.setattr(module, "compare", lambda argv, build: seen.update(argv=argv) or {})
@@ -455,3 +455,11 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     figures = out / "figures"
     assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
     assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
+
+
+def test_every_kind_a_plan_may_name_has_its_class():
+    from featlearn.studies.plan import KINDS
+
+    assert set(ITEM_KINDS) == set(KINDS)
+    for kind in ITEM_KINDS.values():
+        assert all(callable(getattr(kind, name)) for name in ("run", "lines", "pictures"))

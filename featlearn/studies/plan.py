@@ -1,0 +1,172 @@
+"""A paper's reproduction plan and its numbers: what ``featlearn reproduce`` runs and judges against.
+
+The plan (``configs/reproduce/<paper>.yaml``) lists the paper's items and, per scale, the
+seeds and methods; the paper's numbers ship in ``featlearn/papers/<paper>.csv`` and the rules
+of judgement (floors, known reasons, claims) in ``featlearn/papers/<paper>.yaml``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from featlearn.config_files import resolve_config
+from featlearn.studies.trials import load_yaml
+
+#: The papers a plan ships for: name -> plan file (a shipped config name).
+PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023"}
+SCALES = ("smoke", "cpu", "full")
+#: Metric columns of the paper's table file and of the report: (column, compare's metric, label, decimals).
+COLUMNS = (
+    ("train", "train_acc", "Train Acc (%)", 2),
+    ("test", "test_acc", "Test Acc (%)", 2),
+    ("cos", "cos_similarity", "Cos Similarity", 3),
+    ("centres", "centre_coverage", "Centres found", 3),
+    ("original", "part_original", "Original part (%)", 2),
+    ("injected", "part_injected", "Injected part (%)", 2),
+    ("gap", "part_gap", "Original - injected (points)", 2),
+    ("alpha", "alpha", "Exponent alpha (n* ~ d^alpha)", 2),
+    ("boundary", "boundary_step", "Signal finding ends (step)", 1),
+    ("margin", "margin_step", "gamma_min reaches its target (step)", 1),
+    ("gamma", "final_gamma_min", "gamma_min at the end", 3),
+    ("exp_log", "log_exponent", "Exponent of L(d)", 2),
+    ("exp_eta", "eta_exponent", "Exponent of eta", 2),
+    ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
+)
+#: Item kinds: what command an item runs.
+KINDS = ("compare", "samples", "phases", "teacher_check")
+#: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
+TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
+#: The row of every compare item's table that holds its sets' trivial rates (always predicting the commonest class).
+TRIVIAL_ROW = "Trivial (majority class)"
+
+
+# ---------------------------------------------------------------------- the plan
+@dataclass
+class Item:
+    """One experiment of a paper's plan, run as a ``featlearn compare``."""
+
+    id: str
+    title: str
+    configs: list[str]
+    #: The paper's setting (the ``setting`` column of its table file); None: no numbers to compare.
+    setting: str | None = None
+    methods: str | None = None
+    #: compare's ``--only``: a list, or scale -> list.
+    only: list[str] | dict[str, list[str]] | None = None
+    #: The paper's figures this item's pictures correspond to.
+    figures: str = ""
+    #: scale -> overrides of the experiment (a mapping in the config's shape); a scale not named runs as is.
+    scales: dict[str, dict] = field(default_factory=dict)
+    #: Scales that leave this item out, with why.
+    skip: dict[str, str] = field(default_factory=dict)
+    #: The item reads data files a user places: ``--data-root`` sets its ``data.init_args.root``.
+    needs_files: bool = False
+    #: Further data arguments ``--data-root`` sets: argument -> a path under the root
+    #: (e.g. ``injected_root: tiny-imagenet-200/train``).
+    data_paths: dict[str, str] = field(default_factory=dict)
+    #: ``compare`` (a table of methods), ``samples`` (n*(d) per method, :mod:`featlearn.studies.samples`),
+    #: ``phases`` (a compare over (d, eta) settings whose phase lengths are fitted, :mod:`featlearn.studies.phases`)
+    #: or ``teacher_check`` (students' U-curves under teachers of several sizes, Shi et al.'s Figure 26,
+    #: :mod:`featlearn.studies.teacher_check`).
+    kind: str = "compare"
+    #: A ``samples`` item's study file (a shipped name or a path).
+    study: str | None = None
+    #: scale -> further arguments of the item's command (e.g. ``["--dims", "8,16"]``).
+    arguments: dict[str, list] = field(default_factory=dict)
+    notes: str = ""
+
+    @property
+    def slug(self) -> str:
+        """A folder name: ``E.2.1 d=100`` -> ``e_2_1_d_100``."""
+        return re.sub(r"[^a-z0-9]+", "_", self.id.lower()).strip("_")
+
+
+@dataclass
+class Plan:
+    """A paper's plan: its items and each scale's seeds and methods file."""
+
+    paper: str
+    title: str
+    scales: dict[str, dict]
+    items: list[Item]
+    text: str
+
+    @property
+    def digest(self) -> str:  # noqa: D102
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def load_plan(paper: str) -> Plan:
+    """Read the shipped plan of ``paper``.
+
+    Raises:
+        ValueError: An unknown paper, or a malformed plan (the message names the entry).
+    """
+    if paper not in PAPERS:
+        raise ValueError(f"--paper {paper!r} has no reproduction plan; choose one of {sorted(PAPERS)}.")
+    path = resolve_config(PAPERS[paper])
+    content = load_yaml(path, "the plan")
+    scales = content.get("scales") or {}
+    if set(scales) != set(SCALES):
+        raise ValueError(f"Plan {path}: 'scales' must define {list(SCALES)}, got {sorted(scales)}.")
+    items = []
+    for entry in content.get("items") or []:
+        known = {f for f in Item.__dataclass_fields__}
+        unknown = set(entry) - known
+        if unknown or "id" not in entry or "configs" not in entry:
+            raise ValueError(f"Plan {path}: item {entry.get('id')!r} needs id and configs; unknown keys {unknown}.")
+        item = Item(**{**entry, "title": entry.get("title", entry["id"])})
+        if item.kind not in KINDS or (item.kind == "samples" and not item.study):
+            raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
+        if isinstance(item.only, dict) and not set(item.only) <= set(SCALES):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "
+                f"its keys must be scales, {list(SCALES)}."
+            )
+        paths = item.data_paths
+        if paths and (
+            not item.needs_files
+            or not isinstance(paths, dict)
+            or not all(
+                isinstance(k, str) and isinstance(v, str) and v and not Path(v).is_absolute() for k, v in paths.items()
+            )
+        ):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: data_paths must map data arguments to paths relative to "
+                f"--data-root, on an item with needs_files: true; got {paths!r}."
+            )
+        items.append(item)
+    ids = [item.slug for item in items]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"Plan {path}: item ids must differ in letters and digits: {ids}.")
+    return Plan(paper, content.get("title", paper), scales, items, path.read_text())
+
+
+# ---------------------------------------------------------------------- the paper's numbers
+def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
+    """The paper's values: (setting, method) -> {column: float | None, "source": str}."""
+    text = (resources.files("featlearn") / "papers" / f"{paper}.csv").read_text()
+    table = {}
+    for row in csv.DictReader(text.splitlines()):
+        values = {column: _number(row.get(column)) for column, _, _, _ in COLUMNS}
+        relation = (row.get("relation") or "=").strip()
+        table[row["setting"], row["method"]] = {**values, "relation": relation, "source": row.get("source", "")}
+    return table
+
+
+def judgement_rules(paper: str) -> dict:
+    """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
+    return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
+
+
+def _number(text: str | None) -> float | None:
+    if text is None or text.strip() in ("", "NA"):
+        return None
+    return float(text)

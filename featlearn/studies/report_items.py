@@ -1,0 +1,374 @@
+"""The kinds of item of a reproduction report, one class each behind one protocol.
+
+An item of a paper's plan (:class:`~featlearn.studies.plan.Item`) is run by its kind:
+
+* :class:`ComparisonTable` (``compare``): a ``featlearn compare`` of methods, one table;
+* :class:`Phases` (``phases``): a compare over (d, eta) settings whose phase lengths are fitted;
+* :class:`SampleComplexity` (``samples``): n*(d) per method and the fitted exponents;
+* :class:`TeacherCheck` (``teacher_check``): students' U-curves under teachers of several sizes.
+
+Each kind runs its command (:meth:`ItemKind.run`, returning the item's *outcome*: ``status``,
+``results`` (method -> metric -> per-seed values) and what its lines and pictures need),
+writes the Markdown lines it adds under the item's table (:meth:`ItemKind.lines`), and the
+pictures it shows (:meth:`ItemKind.pictures`). The report itself (verdicts, tables, page)
+is :mod:`featlearn.studies.reproduce`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import shutil
+import textwrap
+import time
+from pathlib import Path
+from typing import Protocol
+
+from featlearn.studies.compare import Method, MethodNotApplicable, compare
+from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
+from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan
+from featlearn.studies.samples import samples
+from featlearn.studies.trials import BuildRun
+
+
+class ItemKind(Protocol):
+    """What the report asks of one kind of item."""
+
+    def run(
+        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+    ) -> dict:
+        """Run the item (``argv``: its ``--config`` arguments) in ``folder``; its outcome, or why not run."""
+
+    def lines(self, outcome: dict) -> list[str]:
+        """The Markdown lines the kind adds under the item's table (a run outcome)."""
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:
+        """The pictures the kind shows, written into ``figures`` (a run outcome)."""
+
+
+def compare_argv(item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path) -> list[str]:
+    """The ``featlearn compare`` arguments of a compare-based item at the report's scale."""
+    scale = plan.scales[args.scale]
+    argv = [*argv, "--seeds", str(scale["seeds"]), "--out", str(folder)]
+    methods = item.methods or scale.get("methods")
+    if methods:
+        argv += ["--methods", methods]
+    only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
+    if only:
+        argv += ["--only", *only]
+    if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
+        argv += ["--tune-seeds", str(min(int(scale["tune_seeds"]), int(scale["seeds"])))]
+    if args.grid_members is not None:
+        argv += ["--grid-members", str(args.grid_members)]
+    argv += args.launcher_argv
+    if args.overwrite:
+        argv.append("--overwrite")
+    return argv
+
+
+def run_compare(item: Item, argv: list[str], build: BuildRun) -> dict | tuple[str, str]:
+    """The per-seed results of ``compare``, or ("not run", why): data files missing, a method that does not apply."""
+    try:
+        return compare(argv, build)
+    except FileNotFoundError as err:  # real data a user places: say where
+        then = " Then rerun with --data-root ROOT." if item.needs_files else ""
+        return ("not run", f"{err}{then}")
+    except MethodNotApplicable as err:
+        return ("not run", str(err))
+
+
+class ComparisonTable:
+    """A ``featlearn compare`` of methods: the paper's table, test accuracy curves and the neurons' pictures."""
+
+    def run(
+        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+    ) -> dict:
+        """Run the item's ``featlearn compare``: per-seed results, tuned constants, training time."""
+        results = run_compare(item, compare_argv(item, plan, args, argv, folder), build)
+        if isinstance(results, tuple):
+            return {"status": results[0], "why": results[1]}
+        return {
+            "status": "run",
+            "results": results,
+            "tuned": _tuned_values(folder),
+            "training_seconds": trial_seconds(folder),
+            "folder": folder,
+        }
+
+    def lines(self, outcome: dict) -> list[str]:  # noqa: D102
+        return []
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        curve = accuracy_curves(
+            outcome["folder"],
+            list(outcome["results"]),
+            figures / f"{item.slug}_test_accuracy.png",
+            f"{item.id}: test accuracy per method ({item.figures or 'featlearn'})",
+        )
+        return ([curve] if curve else []) + neuron_pictures(outcome["folder"], figures, item.slug)
+
+
+class Phases:
+    """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
+
+    def run(
+        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+    ) -> dict:
+        """Run the item's compare over its settings, then fit each phase's length against its rate."""
+        results = run_compare(item, compare_argv(item, plan, args, argv, folder), build)
+        if isinstance(results, tuple):
+            return {"status": results[0], "why": results[1]}
+        settings = phase_settings(folder, results, lambda name: Method(name).slug)
+        cells, fits = phase_results(settings)
+        return {
+            "status": "run",
+            "results": cells,
+            "settings": settings,
+            "fits": fits,
+            "tuned": {},
+            "training_seconds": trial_seconds(folder),
+            "folder": folder,
+        }
+
+    def lines(self, outcome: dict) -> list[str]:  # noqa: D102
+        return ["", *phase_lines(outcome["settings"], outcome["fits"])]
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        title = f"{item.id}: each phase's length x eta against its rate's L(d)"
+        plot = phase_plot(outcome["settings"], figures / f"{item.slug}_phases.png", title)
+        return [plot] if plot else []
+
+
+class SampleComplexity:
+    """n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
+
+    def run(
+        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+    ) -> dict:
+        """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
+        argv = [*argv, "--seeds", str(plan.scales[args.scale]["seeds"])]
+        argv += ["--study", str(item.study), "--out", str(folder)]
+        argv += [str(a) for a in item.arguments.get(args.scale, [])]
+        argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
+        study = samples(argv, build)
+        results = {method: {"alpha": None if fit is None else [fit["alpha"]]} for method, fit in study["fits"].items()}
+        return {
+            "status": "run",
+            "results": results,
+            "fits": study["fits"],
+            "rows": study["rows"],
+            "tuned": {},
+            "training_seconds": trial_seconds(folder),
+            "folder": folder,
+        }
+
+    def lines(self, outcome: dict) -> list[str]:  # noqa: D102
+        return ["", *sample_complexity_lines(outcome)]
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        return [_copy(outcome["folder"] / "samples.png", figures / f"{item.slug}_samples.png")]
+
+
+class TeacherCheck:
+    """Students' U-curves under teachers of several sizes (Shi et al.'s Figure 26, :mod:`~.teacher_check`)."""
+
+    def run(
+        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+    ) -> dict:
+        """Run a ``teacher_check`` item (:func:`~featlearn.studies.teacher_check.check_teacher_sizes`).
+
+        Each teacher's row holds log2 of its students' U-curve minimum; the row
+        :data:`TEACHER_SWEEP` holds log2 of the size Algorithm 1 chose (the teacher sweep's
+        own minimum), which the chosen teacher's students are judged against (Figure 26(b)).
+        Teachers and students come from the teacher cache where trained before, so a killed
+        check resumes; the seconds shown are those of the run that computed the numbers.
+        """
+        from featlearn.studies.teacher_check import check_teacher_sizes
+
+        argv = [*argv, *(str(a) for a in item.arguments.get(args.scale, [])), "--out", str(folder)]
+        started = time.perf_counter()
+        rows = check_teacher_sizes(argv, build)
+        seconds = time.perf_counter() - started
+        results = {}
+        for row in rows:
+            name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
+            sizes = [point["size"] for point in row["curve"]]
+            edge = row["student_minimum"] in (sizes[0], sizes[-1])  # the U-curve's minimum may lie past the sweep
+            results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
+            if row["chosen"]:
+                results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}
+        record = folder / "teacher_check.json"
+        saved = json.loads(record.read_text()) if record.is_file() else {}
+        if saved.get("results") == results:  # the same numbers, from the cache: keep the seconds that computed them
+            seconds = saved["seconds"]
+        record.write_text(json.dumps({"results": results, "seconds": seconds}, indent=1))
+        return {
+            "status": "run",
+            "results": results,
+            "tuned": {},
+            "training_seconds": seconds,
+            "folder": folder,
+            "table": (folder / "teacher_check.md").read_text().splitlines()[2:],
+        }
+
+    def lines(self, outcome: dict) -> list[str]:  # noqa: D102
+        return ["", *outcome["table"]]
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        return [_copy(outcome["folder"] / "teacher_check.png", figures / f"{item.slug}_teacher_check.png")]
+
+
+#: Each kind of item (the plan's ``kind``) and the class that runs and draws it.
+ITEM_KINDS: dict[str, ItemKind] = {
+    "compare": ComparisonTable(),
+    "phases": Phases(),
+    "samples": SampleComplexity(),
+    "teacher_check": TeacherCheck(),
+}
+
+
+def _copy(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+def sample_complexity_lines(outcome: dict) -> list[str]:
+    """A ``samples`` item's measurements: the fits with their intervals, and n* against the theory's rates."""
+    lines = ["| Method | alpha | 95% bootstrap interval | points |", "|---|---:|---|---:|"]
+    for method, fit in outcome["fits"].items():
+        if fit is None:
+            lines.append(f"| {method} | NA | NA (fewer than two bracketed dimensions) | - |")
+        else:
+            interval = f"[{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
+            lines.append(f"| {method} | {fit['alpha']:.2f} | {interval} | {fit['points']} |")
+    lines += [
+        "",
+        "n* against the rates of Theorem 3.1 (d log^2 d) and of the NTK (d^2 log d): a ratio that stays flat or "
+        "falls as d grows is within that rate.",
+        "",
+        "| Method | d | n* | n* / (d log^2 d) | n* / (d^2 log d) | status |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in outcome["rows"]:
+        d, n_star = row["d"], row["n_star"]
+        if n_star == "":
+            lines.append(f"| {row['method']} | {d} | NA |  |  | {row['status']} |")
+            continue
+        log_d = math.log(d)
+        lines.append(
+            f"| {row['method']} | {d} | {n_star} | {n_star / (d * log_d**2):.2f} | {n_star / (d**2 * log_d):.3f} "
+            f"| {row['status']} |"
+        )
+    return lines
+
+
+def _tuned_values(folder: Path) -> dict[str, dict]:
+    """The tuned constants, method -> {tuned key: chosen value}, from a compare folder's ``table.csv``."""
+    tuned: dict[str, dict] = {}
+    table = folder / "table.csv"
+    if not table.is_file():
+        return tuned
+    for row in csv.DictReader(table.open()):
+        if row["metric"].startswith("tuned:"):
+            tuned.setdefault(row["method"], {})[row["metric"][len("tuned:") :]] = row["mean"]
+    return tuned
+
+
+def trial_seconds(folder: Path) -> float:
+    """The seconds every trial of a compare folder took when it ran (tuning included; reused runs count 0)."""
+    return sum(json.loads(path.read_text())["seconds"] for path in folder.glob("**/result.json"))
+
+
+# ---------------------------------------------------------------------- figures
+def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
+    """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves = {}
+    for method in methods:
+        run = folder / "tensorboard" / re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
+        if not run.is_dir():
+            continue
+        events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+        events.Reload()
+        if tag in events.Tags().get("scalars", []):
+            points = events.Scalars(tag)
+            curves[method] = ([p.step for p in points], [p.value for p in points])
+    return curves
+
+
+def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
+    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None.
+
+    Where the runs log a mixture's parts (``parts/original``, ``parts/injected``: Shi et al.'s
+    Figures 4 and 22-25), each method's two parts are drawn instead, the original solid and
+    the injected dashed, in the method's colour.
+    """
+    parts = {name: logged_curves(folder, methods, f"parts/{name}") for name in ("original", "injected")}
+    if parts["original"]:
+        lines = [
+            (f"{method}: {name} part", curve, "-" if name == "original" else "--", colour)
+            for colour, method in enumerate(parts["original"])
+            for name in ("original", "injected")
+            if (curve := parts[name].get(method))
+        ]
+    else:
+        lines = [
+            (method, curve, "--" if "w/o structure" in method else "-", None)
+            for method, curve in logged_curves(folder, methods, "heldout/test_acc").items()
+        ]
+    if not lines:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for label, (steps, accuracy), style, colour in lines:
+        # From step 1: at step 0 Section 3.1's symmetric initialisation gives f = 0 on every input, whose
+        # accuracy (y f > 0) is a 0% artefact, and a log axis has no place for step 0 anyway.
+        kept = [(s, a) for s, a in zip(steps, accuracy, strict=True) if s >= 1]
+        if not kept:
+            continue
+        axis.plot(
+            [s for s, _ in kept],
+            [100.0 * a for _, a in kept],
+            style,
+            marker=".",
+            label=label,
+            color=None if colour is None else f"C{colour}",
+        )
+    axis.set_xscale("log")
+    axis.set_xlabel("update step")
+    axis.set_ylabel("test accuracy (%), mean over seeds")
+    axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
+    figure.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=90, bbox_inches="tight")
+    plt.close(figure)
+    return target
+
+
+def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
+    """The pictures of the neurons the Network run drew, copied to ``target``.
+
+    Shi et al.'s MDS pictures (``mds_step*.png``) and Glasgow's signal-plane pictures
+    (``phase_neurons_step*.png``), in step order.
+    """
+    run = folder / "tensorboard" / "network"
+    drawn = [*run.glob("mds_step*.png"), *run.glob("phase_neurons_step*.png")]
+    pictures = sorted(drawn, key=lambda p: (p.stem.split("_step")[0], int(re.findall(r"\d+", p.stem)[-1])))
+    copied = []
+    for picture in pictures:
+        destination = target / f"{slug}_{picture.name}"
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(picture, destination)
+        copied.append(destination)
+    return copied
