@@ -403,6 +403,12 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
             "- a bound (paper `< v` or `> v`: a theorem's rate, a claim that one curve ends above another): "
             "reproduced when featlearn's mean plus (minus) std_multiple x its std is below (above) v"
         )
+    if any(c.get("kind") == "claim" for c in cells):
+        md.append(
+            "- a claim of the paper (the table under an item) is a relation between two measurements, or a "
+            "measurement and the paper's bound, judged by the same floors and bounds, without the trivial-rate rule "
+            "(the claim itself may be about chance)"
+        )
     if any(c.get("reference") for c in cells):
         md.append(
             "- a cell beside a method's name in place of \"paper\" is judged against that method's featlearn "
@@ -470,7 +476,12 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
         counts = {v: sum(1 for c in judged if c["verdict"] == v) for v in VERDICTS}
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
         flagged = [c for c in judged if c["verdict"] in ("differs", "uninformative")]
-        differing = [f"{c['method']} {c['metric']} ({c['category']})" for c in flagged]
+        differing = [
+            f"the claim \"{c['method'][len(CLAIM_PREFIX) :]}\" ({c['category']})"
+            if c.get("kind") == "claim"
+            else f"{c['method']} {c['metric']} ({c['category']})"
+            for c in flagged
+        ]
         lines.append(f"- **{item.id}**: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
     lines += ["", "Contents:", ""]
     lines += [f"- [{item.id}: {item.title}](#{anchor(f'{item.id}: {item.title}')})" for item in plan.items]
