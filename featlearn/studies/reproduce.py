@@ -232,10 +232,49 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         elif paper is None or mean is None:
             cell.update(verdict="not run", reason="a side of the claim was not measured at this scale")
         else:
-            judged = judge(paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"])
+            undecided = claim_undecided(claim, results, rules)
+            judged = judge(
+                paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"],
+                inconclusive=undecided,
+            )  # fmt: skip
             cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
         cells.append(cell)
     return cells
+
+
+def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str | None:
+    """Why a claim between accuracies cannot be decided by its measurements, or None.
+
+    Two cases, both the trivial-rate rule's (:mod:`featlearn.studies.judgement`) for relations:
+
+    * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
+      training set either: chance on the test set then says nothing about generalisation;
+    * two methods compared on sets whose trivial rates differ by more than the floor (a task
+      with and without its input structure): equal accuracies may be two constant predictors.
+    """
+    left, right = claim["left"], claim.get("right")
+    if left["metric"] not in TRIVIAL_SETS or right is None:
+        return None
+    values = results.get(left["method"]) or {}
+    floor = float(rules["tolerances"][left["metric"]]["absolute"])
+    if right["method"].startswith(TRIVIAL_ROW):
+        evidence = trivial_evidence(values, left["metric"], rules)
+        if evidence.get("fits_training_set") is False:
+            train, _, _ = summarize(_reached(values.get("train_acc")))
+            trivial, _, _ = summarize(values.get("train_majority"))
+            return (
+                f"{left['method']} does not fit its training set either ({train:.1f}% against a trivial rate of "
+                f"{trivial:.1f}%), so chance on the test set says nothing about generalisation"
+            )
+        return None
+    mine, _, _ = summarize((results.get(left["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+    theirs, _, _ = summarize((results.get(right["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+    if mine is not None and theirs is not None and abs(mine - theirs) > floor:
+        return (
+            f"the two sides are accuracies on sets whose trivial rates differ ({mine:.1f}% against {theirs:.1f}%), "
+            "so equal accuracies may be two constant predictors and unequal ones say nothing of the method"
+        )
+    return None
 
 
 def claims_table(rows: list[dict]) -> list[str]:

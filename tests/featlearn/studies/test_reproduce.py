@@ -273,6 +273,19 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     table = "\n".join(claims_table(list(cells.values())))
     assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ |" in table
     assert "| clusters | s |  | not run: not measured: no statistic yet |" in table
+    # Chance on the test set of a method that does not fit its training set either decides nothing,
+    # nor do accuracies on sets whose trivial rates differ (a task with and without its structure).
+    unfitted = {**results["NTK w/o structure"], "train_acc": [50.5, 50.9], "train_majority": [50.2, 50.1]}
+    lopsided = {"test_acc": [95.0, 95.1], "test_majority": [95.0, 95.1]}
+    more = {**results, "NTK w/o structure": unfitted, "Network w/o structure": lopsided}
+    similar = {"item": "R", "claim": "similar", "source": "s", "relation": "=", "right": {"method": "Network"}}
+    rules["claims"].append({**similar, "left": {"method": "Network w/o structure", "metric": "test"}})
+    again = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
+    assert (again["claim: chance"]["verdict"], again["claim: chance"]["category"]) == ("uninformative", "inconclusive")
+    assert "does not fit its training set" in again["claim: chance"]["reason"]
+    assert again["claim: similar"]["verdict"] == "uninformative"
+    assert "95.0% against 50.0%" in again["claim: similar"]["reason"]
+    rules["claims"].pop()
     skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c["verdict"] for c in skipped] == ["not run"] * 4 and skipped[0]["reason"] == "no files"
 
