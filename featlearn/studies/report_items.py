@@ -111,27 +111,19 @@ class ComparisonTable:
         return ([curve] if curve else []) + neuron_pictures(outcome["folder"], figures, item.slug)
 
 
-class Phases:
+class Phases(ComparisonTable):
     """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
 
     def run(
         self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
     ) -> dict:
         """Run the item's compare over its settings, then fit each phase's length against its rate."""
-        results = run_compare(item, compare_argv(item, plan, args, argv, folder), build)
-        if isinstance(results, tuple):
-            return {"status": results[0], "why": results[1]}
-        settings = phase_settings(folder, results, lambda name: Method(name).slug)
+        outcome = super().run(item, plan, args, argv, folder, build)
+        if outcome["status"] != "run":
+            return outcome
+        settings = phase_settings(folder, outcome["results"], lambda name: Method(name).slug)
         cells, fits = phase_results(settings)
-        return {
-            "status": "run",
-            "results": cells,
-            "settings": settings,
-            "fits": fits,
-            "tuned": {},
-            "training_seconds": trial_seconds(folder),
-            "folder": folder,
-        }
+        return {**outcome, "results": cells, "settings": settings, "fits": fits, "tuned": {}}
 
     def lines(self, outcome: dict) -> list[str]:  # noqa: D102
         return ["", *phase_lines(outcome["settings"], outcome["fits"])]
