@@ -295,6 +295,7 @@ def claims_table(rows: list[dict]) -> list[str]:
         verdict = {
             "reproduced": "✓",
             "differs": f"✗ {row['category']}: {row['reason']}",
+            "uninformative": f"○ {row['category']}: {row['reason']}",
             "not run": f"not run: {row['reason']}",
         }[row["verdict"]]
         claim = row["method"][len(CLAIM_PREFIX) :]

@@ -285,6 +285,7 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert "does not fit its training set" in again["claim: chance"]["reason"]
     assert again["claim: similar"]["verdict"] == "uninformative"
     assert "95.0% against 50.0%" in again["claim: similar"]["reason"]
+    assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(claims_table(list(again.values())))
     rules["claims"].pop()
     skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c["verdict"] for c in skipped] == ["not run"] * 4 and skipped[0]["reason"] == "no files"
