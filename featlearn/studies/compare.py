@@ -634,8 +634,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.tune_seeds = args.seeds
     if not 1 <= args.tune_seeds <= args.seeds:
         parser.error(f"--tune-seeds must be between 1 and --seeds ({args.seeds}), got {args.tune_seeds}.")
-    if args.grid_members is None:
-        args.grid_members = default_grid_members(args.seeds, args.slurm_gpus)
+    if args.grid_members is None:  # one point per tuning fit on a CPU: its fits have --tune-seeds members
+        args.grid_members = default_grid_members(args.tune_seeds, args.slurm_gpus)
     if args.grid_members < 1:
         parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
     return args

@@ -273,6 +273,8 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
         (["--seeds", "0"], "--seeds must be >= 1"),
         (["--seed", "-1"], "--seed must be >= 0"),
         (["--grid-members", "0"], "--grid-members must be >= 1"),
+        (["--tune-seeds", "0"], "--tune-seeds must be between 1 and --seeds (5), got 0"),
+        (["--seeds", "2", "--tune-seeds", "3"], "--tune-seeds must be between 1 and --seeds (2), got 3"),
     ],
 )
 def test_bad_compare_options_are_refused(args, match, capsys):
