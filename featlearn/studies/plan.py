@@ -116,6 +116,13 @@ def load_plan(paper: str) -> Plan:
     scales = content.get("scales") or {}
     if set(scales) != set(SCALES):
         raise ValueError(f"Plan {path}: 'scales' must define {list(SCALES)}, got {sorted(scales)}.")
+    for name, scale in scales.items():  # compare's own rule, said in the plan's words
+        tune_seeds = scale.get("tune_seeds")
+        if tune_seeds is not None and not (isinstance(tune_seeds, int) and 1 <= tune_seeds <= scale.get("seeds", 0)):
+            raise ValueError(
+                f"Plan {path}: scale {name!r}: tune_seeds must be an integer between 1 and its seeds "
+                f"({scale.get('seeds')}), got {tune_seeds!r}."
+            )
     items = []
     for entry in content.get("items") or []:
         known = {f for f in Item.__dataclass_fields__}

@@ -60,7 +60,7 @@ def compare_argv(item: Item, plan: Plan, args: argparse.Namespace, argv: list[st
     if only:
         argv += ["--only", *only]
     if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
-        argv += ["--tune-seeds", str(min(int(scale["tune_seeds"]), int(scale["seeds"])))]
+        argv += ["--tune-seeds", str(scale["tune_seeds"])]
     if args.grid_members is not None:
         argv += ["--grid-members", str(args.grid_members)]
     argv += args.launcher_argv

@@ -478,3 +478,15 @@ def test_every_kind_a_plan_may_name_has_its_class():
     assert set(ITEM_KINDS) == set(KINDS)
     for kind in ITEM_KINDS.values():
         assert all(callable(getattr(kind, name)) for name in ("run", "lines", "pictures"))
+
+
+def test_a_plan_whose_tune_seeds_exceeds_its_seeds_is_refused(tmp_path, monkeypatch):
+    import featlearn.studies.reproduce as module
+
+    plan = tmp_path / "plan.yaml"
+    scales = {scale: {"about": scale, "seeds": 2} for scale in SCALES}
+    scales["cpu"]["tune_seeds"] = 3
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{"id": "A", "configs": ["glasgow_xor"]}]}))
+    monkeypatch.setitem(module.PAPERS, "mine", str(plan))
+    with pytest.raises(ValueError, match=r"scale 'cpu': tune_seeds must be an integer between 1 and its seeds \(2\)"):
+        load_plan("mine")
