@@ -111,6 +111,21 @@ def drawn_batches(monkeypatch):
 
 
 @pytest.fixture
+def trained_batches(monkeypatch):
+    """The device of every batch a learner updates on, whatever data model made it (drawn, or a data set's rows)."""
+    seen: list[str] = []
+    original = ScheduledSGDModule.training_update
+
+    def spy(self, batch):
+        x, y = batch
+        seen.extend({x.device.type, y.device.type})
+        return original(self, batch)
+
+    monkeypatch.setattr(ScheduledSGDModule, "training_update", spy)
+    return seen
+
+
+@pytest.fixture
 def fit_on(fit):
     """fit_on(device, model, datamodule, steps, **kwargs): the conftest ``fit`` on ``cpu`` or ``cuda``."""
 
@@ -240,7 +255,7 @@ RUNS = {path.stem: [str(path)] for path in EXPERIMENTS} | {
 
 
 @pytest.mark.parametrize("configs", RUNS.values(), ids=RUNS.keys())
-def test_every_experiment_config_runs_on_the_gpu(tmp_path, configs, drawn_batches, evaluations):
+def test_every_experiment_config_runs_on_the_gpu(tmp_path, configs, drawn_batches, trained_batches, evaluations):
     try:
         cli = build_cli(
             [
@@ -253,7 +268,11 @@ def test_every_experiment_config_runs_on_the_gpu(tmp_path, configs, drawn_batche
     except FileNotFoundError as err:  # real-data configs need their files (the CPU suite writes tiny ones)
         pytest.skip(f"this machine lacks the config's data: {err}")
     assert cli.trainer.global_step == 3 and cli.trainer.strategy.root_device.type == "cuda"
-    assert drawn_batches and set(drawn_batches) == {"cuda"}
+    # Every update's batch is on the GPU; a synthetic data model also draws it there (real data sets, the
+    # image and teacher-relabelled ones, are not drawn: they only index their rows on the GPU).
+    assert trained_batches and set(trained_batches) == {"cuda"}
+    assert set(drawn_batches) <= {"cuda"}
+    assert drawn_batches or not isinstance(cli.datamodule, SyntheticDataModule)
     assert set(evaluations) <= {("cuda", "cuda")}
     assert math.isfinite(float(cli.trainer.callback_metrics["test/loss"]))
 
