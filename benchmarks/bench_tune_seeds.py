@@ -1,0 +1,108 @@
+"""Tuning on the first 2 seeds against tuning on all 5: the same chosen values, side by side in one run.
+
+The Shi ``cpu`` report chooses every grid point on the first K = 2 of its 5 seeds
+(``tune_seeds`` in ``configs/reproduce/shi2022.yaml``) and runs only the chosen point on
+all 5. This lever changes what is computed, so what must not change is what tuning
+decides: for each experiment (default E.1.1 ``shi_parity`` and E.1.2 ``shi_interval``,
+every tuned method of ``compare/shi``), this script runs compare's tuning both ways in one
+process (:func:`featlearn.studies.compare.tune_methods`: ``--tune-seeds 5`` and
+``--tune-seeds 2``) and prints, per method, the chosen values of each, whether they are
+equal, and the digest of the method's own run that each choice leads to. A method's run
+is a function of its chosen values alone (:func:`~featlearn.studies.compare.method_config`),
+so equal digests mean the same run, hence the same table and the same verdicts. It also
+prints the tuning time of each side: the sum of its trials' recorded seconds.
+
+Trials are reused by digest like any compare trial: ``--out`` may be a folder that already
+holds them (a report's item folder copied, for one), and a rerun only trains what is
+missing. Usage: ``python benchmarks/bench_tune_seeds.py --out DIR [--experiments E ...]
+[--seeds 5] [--tune-seeds 2] [--overlay YAML] [--json FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from pathlib import Path
+
+from featlearn.cli.lightning import build_cli
+from featlearn.config_files import resolve_config
+from featlearn.studies.compare import load_methods, method_config, parse_args, tune_methods
+from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
+
+warnings.filterwarnings("ignore")
+
+
+def tuning_seconds(folder: Path) -> float:
+    """The recorded training seconds of every trial under a tuning folder."""
+    return sum(json.loads(path.read_text())["seconds"] for path in folder.glob("*/*/result.json"))
+
+
+def side(
+    experiment_name: str, out: Path, seeds: int, tune_seeds: int, methods_file: str, overlay: str | None
+) -> dict:
+    """Tune every method of ``methods_file`` on ``tune_seeds`` of ``seeds``; their choices and run digests."""
+    argv = ["--config", experiment_name, "--methods", methods_file, "--seeds", str(seeds)]
+    argv += ["--tune-seeds", str(tune_seeds), "--out", str(out)]
+    args = parse_args(argv)
+    experiment = merge_configs({}, load_yaml(resolve_config(experiment_name), "--config"))
+    if overlay is not None:  # smaller sizes, to check the script in seconds
+        experiment = merge_configs(experiment, load_yaml(Path(overlay), "--overlay"))
+    methods = [m for m in load_methods(resolve_config(methods_file)) if m.tune]
+    log = lambda line: print(f"[{experiment_name}, {tune_seeds} seeds] {line}", flush=True)  # noqa: E731
+    launcher = Launcher.from_args(args, out / "submitit")
+    tuned = tune_methods(methods, experiment, args, out, build_cli, launcher, log, "benchmark")
+    chosen = {}
+    for method in methods:
+        values = tuned[method.name]["values"]
+        config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build_cli)
+        run = Trial(method.name, out / "methods" / method.slug, config)
+        chosen[method.name] = {"values": values, "val_acc": tuned[method.name]["val_acc"], "run": run.digest}
+    folder = out / ("tuning" if tune_seeds == seeds else f"tuning_{tune_seeds}_seeds")
+    return {"chosen": chosen, "seconds": tuning_seconds(folder)}
+
+
+def short(values: dict) -> str:
+    """A chosen point as its last value (the step-3-on rate of a schedule)."""
+    value = next(iter(values.values()))
+    return str(value[-1]["value"] if isinstance(value, list) else value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="folder of the trials (reused by digest)")
+    parser.add_argument("--experiments", nargs="+", default=["shi_parity", "shi_interval"])
+    parser.add_argument("--methods", default="compare/shi")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--tune-seeds", type=int, default=2)
+    parser.add_argument("--overlay", help="a YAML file merged onto every experiment (to check the script quickly)")
+    parser.add_argument("--json", help="also write the comparison to this file")
+    args = parser.parse_args()
+    record = {}
+    for name in args.experiments:
+        out = Path(args.out) / name
+        record[name] = {
+            "all": side(name, out, args.seeds, args.seeds, args.methods, args.overlay),
+            "first": side(name, out, args.seeds, args.tune_seeds, args.methods, args.overlay),
+        }
+    k, n = args.tune_seeds, args.seeds
+    print(f"\n| experiment | method | chosen on {n} seeds | chosen on {k} | same value | same run |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, sides in record.items():
+        for method, full in sides["all"]["chosen"].items():
+            few = sides["first"]["chosen"][method]
+            same_value = few["values"] == full["values"]
+            same_run = few["run"] == full["run"]
+            cells = [name, method, short(full["values"]), short(few["values"]), str(same_value), str(same_run)]
+            print("| " + " | ".join(cells) + " |")
+    print(f"\n| experiment | tuning on {n} seeds (s) | tuning on {k} seeds (s) | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, sides in record.items():
+        full, few = sides["all"]["seconds"], sides["first"]["seconds"]
+        print(f"| {name} | {full:.0f} | {few:.0f} | {full / few:.2f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
