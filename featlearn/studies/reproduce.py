@@ -194,7 +194,10 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
     the paper's words and place (``source``), the measured side (``left``: a method and a
     metric column of that item), a relation (``=``, ``<``, ``>``) and the other side: a
     number (``value``) or another method's mean (``right``, its metric defaulting to the
-    left's). ``not_measured`` says why featlearn has no measurement for it yet. A claim is
+    left's). ``left: {statistic: std}`` measures the spread of the metric over the seeds
+    instead of its mean (the paper's "standard deviations smaller than 0.5%"): one number,
+    so a bound on it holds or not, with no spread of its own. ``not_measured`` says why
+    featlearn has no measurement for it yet. A claim is
     judged by :func:`~featlearn.studies.judgement.judge` without the trivial-rate rule: the
     claim itself says where chance lies ("all three methods drop to chance").
     """
@@ -225,6 +228,12 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         else:
             paper = float(claim["value"])
         values = _reached((results.get(left["method"]) or {}).get(metric))
+        if left.get("statistic") == "std":  # the spread over seeds, one measured number
+            _, spread, seeds = summarize(values)
+            values = None if spread is None else [spread]
+            cell["metric_statistic"] = f"std over {seeds} seeds"
+        elif left.get("statistic") is not None:
+            raise ValueError(f"A claim's left.statistic must be 'std' or absent, got {left['statistic']!r}: {claim}.")
         mean, std, n = summarize(values)
         cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"], values=values)
         if outcome["status"] != "run":
@@ -291,7 +300,8 @@ def claims_table(rows: list[dict]) -> list[str]:
         )
         other = row["reference"] or "the paper's bound"
         side = "" if row["paper"] is None else f" {row['relation']} {row['paper']:.{decimals}f} ({other})"
-        measured = f"{row.get('left', '')} {row['metric']}: {ours}{side}".strip() if ours else ""
+        metric = row["metric"] + (f" ({row['metric_statistic']})" if row.get("metric_statistic") else "")
+        measured = f"{row.get('left', '')} {metric}: {ours}{side}".strip() if ours else ""
         verdict = {
             "reproduced": "✓",
             "differs": f"✗ {row['category']}: {row['reason']}",

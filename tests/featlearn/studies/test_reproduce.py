@@ -260,6 +260,8 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
              "relation": "=", "right": {"method": "Trivial (majority class), w/o structure"}},
             {"item": "R", "claim": "overfits", "source": "s", "left": {"method": "Network", "metric": "test"},
              "relation": "<", "right": {"method": "Network", "metric": "train"}},
+            {"item": "R", "claim": "steady", "source": "s", "left": {"method": "Network", "metric": "test", "statistic": "std"},
+             "relation": "<", "value": 0.5},
             {"item": "R", "claim": "clusters", "source": "s", "not_measured": "no statistic yet"},
             {"item": "Other", "claim": "left out by --only", "source": "s", "not_measured": "x"},
         ],
@@ -270,7 +272,10 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert cells["claim: overfits"]["verdict"] == "differs"  # 99.5 + 2 x 0.71 is not below 100
     assert cells["claim: clusters"]["verdict"] == "not run" and "no statistic yet" in cells["claim: clusters"]["reason"]
     assert "claim: left out by --only" not in cells
+    assert cells["claim: steady"]["verdict"] == "differs"  # 99 and 100: a std of 0.71, not below 0.5
+    assert cells["claim: steady"]["mean"] == pytest.approx(0.7071, abs=1e-4) and cells["claim: steady"]["std"] is None
     table = "\n".join(claims_table(list(cells.values())))
+    assert "| steady | s | Network test (std over 2 seeds): 0.71 < 0.50 (the paper's bound) | ✗" in table
     assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ |" in table
     assert "| clusters | s |  | not run: not measured: no statistic yet |" in table
     # Chance on the test set of a method that does not fit its training set either decides nothing,
@@ -288,7 +293,7 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(claims_table(list(again.values())))
     rules["claims"].pop()
     skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
-    assert [c["verdict"] for c in skipped] == ["not run"] * 4 and skipped[0]["reason"] == "no files"
+    assert [c["verdict"] for c in skipped] == ["not run"] * 5 and skipped[0]["reason"] == "no files"
 
 
 def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
