@@ -43,7 +43,7 @@ def side(
 ) -> dict:
     """Tune every method of ``methods_file`` on ``tune_seeds`` of ``seeds``; their choices and run digests."""
     argv = ["--config", experiment_name, "--methods", methods_file, "--seeds", str(seeds)]
-    argv += ["--tune-seeds", str(tune_seeds), "--out", str(out)]
+    argv += ["--tune-seeds", str(tune_seeds), "--out", str(out), "--overwrite"]  # a trial of another config reruns
     args = parse_args(argv)
     experiment = merge_configs({}, load_yaml(resolve_config(experiment_name), "--config"))
     if overlay is not None:  # smaller sizes, to check the script in seconds
