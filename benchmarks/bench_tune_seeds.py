@@ -68,6 +68,25 @@ def short(values: dict) -> str:
     return str(value[-1]["value"] if isinstance(value, list) else value)
 
 
+def table_lines(record: dict) -> list[str]:
+    """The two Markdown tables of a run (what ``benchmarks/README.md`` shows, from ``--json``'s file)."""
+    k, n = record["tune_seeds"], record["seeds"]
+    lines = [f"| experiment | method | chosen on {n} seeds | chosen on {k} | same value | same run |"]
+    lines.append("| --- | --- | --- | --- | --- | --- |")
+    for name, sides in record["experiments"].items():
+        for method, full in sides["all"]["chosen"].items():
+            few = sides["first"]["chosen"][method]
+            same_value, same_run = few["values"] == full["values"], few["run"] == full["run"]
+            cells = [name, method, short(full["values"]), short(few["values"]), str(same_value), str(same_run)]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"| experiment | tuning on {n} seeds (s) | tuning on {k} seeds (s) | ratio |"]
+    lines.append("| --- | ---: | ---: | ---: |")
+    for name, sides in record["experiments"].items():
+        full, few = sides["all"]["seconds"], sides["first"]["seconds"]
+        lines.append(f"| {name} | {full:.0f} | {few:.0f} | {full / few:.2f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder of the trials (reused by digest)")
@@ -85,21 +104,8 @@ def main() -> None:
             "all": side(name, out, args.seeds, args.seeds, args.methods, args.overlay),
             "first": side(name, out, args.seeds, args.tune_seeds, args.methods, args.overlay),
         }
-    k, n = args.tune_seeds, args.seeds
-    print(f"\n| experiment | method | chosen on {n} seeds | chosen on {k} | same value | same run |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, sides in record.items():
-        for method, full in sides["all"]["chosen"].items():
-            few = sides["first"]["chosen"][method]
-            same_value = few["values"] == full["values"]
-            same_run = few["run"] == full["run"]
-            cells = [name, method, short(full["values"]), short(few["values"]), str(same_value), str(same_run)]
-            print("| " + " | ".join(cells) + " |")
-    print(f"\n| experiment | tuning on {n} seeds (s) | tuning on {k} seeds (s) | ratio |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, sides in record.items():
-        full, few = sides["all"]["seconds"], sides["first"]["seconds"]
-        print(f"| {name} | {full:.0f} | {few:.0f} | {full / few:.2f} |")
+    record = {"seeds": args.seeds, "tune_seeds": args.tune_seeds, "experiments": record}
+    print("\n" + "\n".join(table_lines(record)))
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=1, default=str))
 

@@ -29,3 +29,10 @@ def test_gpu_profile_table_is_the_recorded_run():
     assert "\n".join(profile.table_lines(record)) in readme
     for row in record["rows"]:  # the ratio the file states is its own two times'
         assert abs(row["ratio"] - row["wall_s"] / row["kernel_s"]) < 1e-9
+
+
+def test_tune_seeds_tables_are_the_recorded_run():
+    bench = load_benchmark("bench_tune_seeds")
+    record = json.loads((BENCHMARKS / "results" / "tune_seeds.json").read_text())
+    readme = (BENCHMARKS / "README.md").read_text()
+    assert "\n".join(bench.table_lines(record)) in readme
