@@ -53,6 +53,27 @@ def neuron_components(w: Tensor, a: Tensor, mu_1: Tensor, mu_2: Tensor) -> dict[
     return {"sig": sig, "opp": opp, "perp": perp, "norm": w.norm(dim=-1), "cluster": cluster}
 
 
+def growth_evidence(steps: list[int], values: list[float]) -> float | None:
+    r"""log(RSS_lin / RSS_exp): which of linear and exponential growth fits ``values`` against ``steps`` better.
+
+    Both are two-parameter least-squares fits, y = c + b t and y = A e^{k t} (the latter
+    fitted on log y), and both residuals are measured on y itself, so the two sums of
+    squares compare directly: > 0 favours exponential growth, < 0 linear. None with fewer
+    than three points or a value that is not positive.
+    """
+    import numpy as np
+
+    t, y = np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if len(t) < 3 or len(set(steps)) < 3 or not np.all(np.isfinite(y)) or np.any(y <= 0):
+        return None
+    slope, intercept = np.polyfit(t, y, 1)
+    linear = float(((y - (intercept + slope * t)) ** 2).sum())
+    rate, log_scale = np.polyfit(t, np.log(y), 1)
+    exponential = float(((y - np.exp(log_scale + rate * t)) ** 2).sum())
+    tiny = 1e-300  # an exact fit of either form
+    return float(np.log(max(linear, tiny) / max(exponential, tiny)))
+
+
 def cluster_points(mu_1: Tensor, mu_2: Tensor) -> tuple[Tensor, Tensor]:
     """The four cluster centres (4, d) in :data:`CLUSTERS` order and their labels (4,)."""
     points = torch.stack([mu_1, -mu_1, mu_2, -mu_2])
@@ -102,6 +123,19 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     ``phase/boundary_step`` (``phase_members/boundary_step_s`` for each member of an
     ensemble) and printed in the run summary at the end of ``fit``.
 
+    **Remark 4.3's growth laws.** At a member's boundary step its signal-heavy neurons
+    become its heavy set S (Definition 4.2's set, held fixed from then on). At every later
+    cadence step ``phase/heavy_w_sig_mean`` logs the mean ||w_sig|| over S and
+    ``phase/outside_mass_frac`` the share of Definition 4.2's mass E 1(w not in S) ||w||^2
+    in the total E ||w||^2. Remark 4.3: with both layers trained, ||w_sig|| grows
+    exponentially on S and the share stays; with the second layer frozen, linearly, and the
+    share may rise. :meth:`member_results` hands each member's evidence over the
+    signal-heavy phase (boundary step to margin step, or to the run's end):
+    ``heavy_growth`` = log(RSS_linear / RSS_exponential) of the two least-squares fits of
+    ||w_sig|| on S against the step (> 0: exponential fits better; both fits have two
+    parameters, residuals in ||w_sig|| itself), and ``outside_mass_change``, the share at
+    the phase's end minus at its start.
+
     **End of the signal-heavy phase.** Lemma 4.4 grows the weakest margin geometrically,
     gamma_min^(t+1) >= (1 + 2 eta tau g_max) gamma_min^(t), from the small margins that
     signal finding leaves to a constant, which takes Theta(log log d / eta) steps
@@ -129,7 +163,16 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
-    state_attributes = ("history", "boundary_steps", "margin_steps", "last_gamma_min", "pictured_steps", "_first_reach")
+    state_attributes = (
+        "history",
+        "boundary_steps",
+        "margin_steps",
+        "last_gamma_min",
+        "pictured_steps",
+        "_first_reach",
+        "heavy_sets",
+        "heavy_tracks",
+    )
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
     def __init__(
@@ -170,6 +213,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.margin_steps: list[int | None] = []
         #: Each member's gamma_min at the last cadence step.
         self.last_gamma_min: list[float] = []
+        #: Each member's heavy set S (one bool per neuron), fixed at its boundary step; None before.
+        self.heavy_sets: list[list[bool] | None] = []
+        #: Each member's (step, mean ||w_sig|| on S, mass share outside S) from its boundary step on.
+        self.heavy_tracks: list[list[tuple[int, float, float]]] = []
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -179,6 +226,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             self.boundary_steps = [None] * pl_module.ensemble_size
         if len(self.margin_steps) != pl_module.ensemble_size:
             self.margin_steps = [None] * pl_module.ensemble_size
+        if len(self.heavy_sets) != pl_module.ensemble_size:
+            self.heavy_sets = [None] * pl_module.ensemble_size
+            self.heavy_tracks = [[] for _ in range(pl_module.ensemble_size)]
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
         wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
         # Each picture lands on the nearest step the diagnostics run at anyway.
@@ -249,7 +299,29 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 self.boundary_steps[s] = step
                 tag = "phase/boundary_step" if len(reached) == 1 else f"phase_members/boundary_step_{s}"
                 metrics[tag] = torch.tensor(float(step))
+                self.heavy_sets[s] = heavy[s].tolist()
+        metrics.update(self._track_heavy_sets(comp, step))
         return metrics
+
+    def _track_heavy_sets(self, comp: dict[str, Tensor], step: int) -> dict[str, Tensor]:
+        """Record, for every member with a heavy set S, mean ||w_sig|| on S and the mass share outside S."""
+        sig, mass = [], []
+        for s, members_set in enumerate(self.heavy_sets):
+            if members_set is None:
+                continue
+            in_s = torch.tensor(members_set, device=comp["sig"].device)  # (p,)
+            squared = comp["norm"][s].to(torch.float64) ** 2  # (p,): Definition 4.2's mass ||w||^2
+            heavy_sig = float(comp["sig"][s][in_s].to(torch.float64).mean()) if bool(in_s.any()) else float("nan")
+            outside = float(squared[~in_s].sum() / squared.sum().clamp_min(1e-300))
+            self.heavy_tracks[s].append((step, heavy_sig, outside))
+            sig.append(heavy_sig)
+            mass.append(outside)
+        if not sig:
+            return {}
+        return {
+            "phase/heavy_w_sig_mean": torch.tensor(sum(sig) / len(sig), dtype=torch.float64),
+            "phase/outside_mass_frac": torch.tensor(sum(mass) / len(mass), dtype=torch.float64),
+        }
 
     def _histograms(self, trainer: pl.Trainer, comp: dict[str, Tensor], a: Tensor, step: int) -> None:
         """TensorBoard histograms over all neurons of a_j and of ||w_sig|| / ||w||."""
@@ -334,14 +406,25 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.pictured_steps.append(step)
 
     def member_results(self) -> dict[str, list]:
-        """Per member: ``boundary_step``, ``margin_step`` (None where not reached) and ``final_gamma_min``.
+        """Per member: the phase steps, ``final_gamma_min`` and Remark 4.3's growth evidence.
 
-        ``final_gamma_min`` is gamma_min at the last cadence step (the run's last step).
+        ``boundary_step`` and ``margin_step`` are None where not reached; ``final_gamma_min``
+        is gamma_min at the last cadence step (the run's last step). ``heavy_growth`` and
+        ``outside_mass_change`` (see the class) are None where the signal-heavy phase has
+        fewer than three cadence steps.
         """
+        growth, change = [], []
+        for s, track in enumerate(self.heavy_tracks):
+            end = self.margin_steps[s] if s < len(self.margin_steps) else None
+            window = [point for point in track if end is None or point[0] <= end]
+            growth.append(growth_evidence([t for t, _, _ in window], [g for _, g, _ in window]))
+            change.append(window[-1][2] - window[0][2] if len(window) >= 3 else None)
         return {
             "boundary_step": list(self.boundary_steps),
             "margin_step": list(self.margin_steps),
             "final_gamma_min": list(self.last_gamma_min),
+            "heavy_growth": growth,
+            "outside_mass_change": change,
         }
 
     def summary(self) -> str:

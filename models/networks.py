@@ -104,7 +104,8 @@ class Initialization:
     """How the two-layer network's parameters start (config group ``init``).
 
     * ``sphere`` (Glasgow 2023): w_j uniform on the sphere of radius ``scale``
-      (default 1/log d, Theorem 3.1 with C = 1), a_j = eps_j ||w_j||, b = 0.
+      (default 1/log d, Theorem 3.1 with C = 1), a_j = eps_j ||w_j||, b = 0; with
+      ``a_scale``, a_j = eps_j a_scale instead (Remark 4.3's example: "they all had norm 1").
     * ``gaussian_symmetric`` (Shi et al. 2022, Section 3.1): w ~ N(0, sigma_w^2 I),
       b ~ N(0, sigma_b^2), a ~ N(0, sigma_a^2) for half the neurons, mirrored pairs
       with negated a, so f = 0 at initialisation. A sigma left null is filled by the
@@ -117,6 +118,7 @@ class Initialization:
         sigma_w: Std of w for ``gaussian_symmetric``.
         sigma_b: Std of b for ``gaussian_symmetric``.
         sigma_a: Std of a for ``gaussian_symmetric``.
+        a_scale: |a_j| for ``sphere`` (null: ||w_j||, the paper's balanced start).
     """
 
     scheme: str = "sphere"
@@ -124,22 +126,24 @@ class Initialization:
     sigma_w: float | None = None
     sigma_b: float | None = None
     sigma_a: float | None = None
+    a_scale: float | None = None  # last: positional use keeps the fields above where they were
 
     def __post_init__(self) -> None:
         check_choice("model.init.scheme", self.scheme, INITS)
-        if self.scale is not None:
-            check_number("model.init.scale", self.scale, 0.0, strict=True)
+        for name in ("scale", "a_scale"):
+            if getattr(self, name) is not None:
+                check_number(f"model.init.{name}", getattr(self, name), 0.0, strict=True)
         for name in ("sigma_w", "sigma_b", "sigma_a"):
             value = getattr(self, name)
             if value is not None:
                 check_number(f"model.init.{name}", value, 0.0)
         # A field of the other scheme would be silently ignored: refuse it.
-        unused = ["sigma_w", "sigma_b", "sigma_a"] if self.scheme == "sphere" else ["scale"]
+        unused = ["sigma_w", "sigma_b", "sigma_a"] if self.scheme == "sphere" else ["scale", "a_scale"]
         given = [name for name in unused if getattr(self, name) is not None]
         if given:
             raise ValueError(
                 f"model.init.{given[0]} is not used by scheme {self.scheme}: remove it, or choose the scheme that "
-                f"uses it (scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric)."
+                f"uses it (scale, a_scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric)."
             )
 
 
@@ -273,7 +277,8 @@ class TwoLayerNetwork(nn.Module):
         offsets = list(range(self.ensemble_size)) if offsets is None else offsets
         generators = [torch.Generator().manual_seed(derive_seed(seed + offset, INIT)) for offset in offsets]
         if init.scheme == "sphere":
-            self.init_sphere_(default_init_scale(self.input_dim) if init.scale is None else init.scale, generators)
+            scale = default_init_scale(self.input_dim) if init.scale is None else init.scale
+            self.init_sphere_(scale, generators, init.a_scale)
             return
         for name in ("sigma_w", "sigma_b", "sigma_a"):
             if getattr(init, name) is None:
@@ -284,21 +289,23 @@ class TwoLayerNetwork(nn.Module):
         self.init_gaussian_symmetric_(init.sigma_w, init.sigma_b, init.sigma_a, generators)
 
     @torch.no_grad()
-    def init_sphere_(self, scale: float, generators: list[torch.Generator]) -> None:
-        r"""Glasgow's initialisation: w_j ~ Uniform(S^{d-1}(theta)), a_j = eps_j ||w_j||.
+    def init_sphere_(self, scale: float, generators: list[torch.Generator], a_scale: float | None = None) -> None:
+        r"""Glasgow's initialisation: w_j ~ Uniform(S^{d-1}(theta)), a_j = eps_j ||w_j|| (or eps_j a_scale).
 
-        Biases (if any) start at 0.
+        Biases (if any) start at 0. The draws are the same with or without ``a_scale``, so a
+        run that sets it starts from the same w and signs.
 
         Args:
             scale: theta, the norm of every w_j.
             generators: One generator per member (CPU).
+            a_scale: |a_j|, where given (Remark 4.3's second layer of norm 1).
         """
         for s, gen in enumerate(generators):
             g = torch.randn(self.width, self.input_dim, generator=gen, dtype=torch.float64)
             w = scale * g / g.norm(dim=1, keepdim=True)
             eps = torch.randint(0, 2, (self.width,), generator=gen, dtype=torch.float64) * 2 - 1
             self.w[s].copy_(w)
-            self.a[s].copy_(eps * w.norm(dim=1))
+            self.a[s].copy_(eps * (w.norm(dim=1) if a_scale is None else a_scale))
             if self.b is not None:
                 self.b[s].zero_()
 

@@ -4,7 +4,13 @@ import pytest
 import torch
 
 from featlearn.callbacks import XORPhaseDiagnostics, log_spaced_steps
-from featlearn.callbacks.xor_phase import cluster_coverage, cluster_points, neuron_components, signal_heavy
+from featlearn.callbacks.xor_phase import (
+    cluster_coverage,
+    cluster_points,
+    growth_evidence,
+    neuron_components,
+    signal_heavy,
+)
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 
@@ -112,7 +118,7 @@ def test_margin_step_ends_the_signal_heavy_phase_after_the_boundary_per_member(f
     cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
     fit(model, dm, 200, callbacks=[cb])
     results = cb.member_results()
-    assert set(results) == {"boundary_step", "margin_step", "final_gamma_min"}
+    assert set(results) == {"boundary_step", "margin_step", "final_gamma_min", "heavy_growth", "outside_mass_change"}
     by_step = {h["step"]: h for h in cb.history}
     for s, (boundary, margin) in enumerate(zip(results["boundary_step"], results["margin_step"], strict=True)):
         assert boundary is not None and margin is not None and boundary < margin < 200
@@ -212,3 +218,37 @@ def test_pictures_can_be_turned_off_and_are_validated(fit):
     assert cb.pictured_steps == []
     with pytest.raises(ValueError, match="pictures_per_decade"):
         XORPhaseDiagnostics(pictures_per_decade=-1)
+
+
+def test_growth_evidence_tells_exponential_from_linear_growth():
+    steps = list(range(10, 60, 5))
+    assert growth_evidence(steps, [0.01 * math.exp(0.08 * t) for t in steps]) > 2  # exponential fits far better
+    assert growth_evidence(steps, [0.5 + 0.03 * t for t in steps]) < -2  # linear fits far better
+    assert growth_evidence([1, 2], [1.0, 2.0]) is None  # two points fit both forms exactly
+    assert growth_evidence([1, 2, 3], [1.0, 0.0, 2.0]) is None  # no exponential through a zero
+
+
+def test_the_heavy_set_is_fixed_at_the_boundary_and_tracked_to_the_phase_end(fit):
+    dm = BooleanXOR(dim=16, batch_size=512, test_size=500, ensemble_size=2)
+    model = TwoLayerNet(16, **grouped(64, lr=0.3, init_scale=0.3, seed=0), ensemble_size=2)
+    cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
+    fit(model, dm, 200, callbacks=[cb])
+    results = cb.member_results()
+    by_step = {h["step"]: h for h in cb.history}
+    for s, track in enumerate(cb.heavy_tracks):
+        boundary = cb.boundary_steps[s]
+        assert track[0][0] == boundary and all(0.0 <= share <= 1.0 for _, _, share in track)
+        assert sum(cb.heavy_sets[s]) > 0  # the neurons that were signal-heavy at the boundary
+        window = [p for p in track if p[0] <= cb.margin_steps[s]]
+        assert results["heavy_growth"][s] == growth_evidence([p[0] for p in window], [p[1] for p in window])
+        assert results["outside_mass_change"][s] == pytest.approx(window[-1][2] - window[0][2])
+    assert "phase/heavy_w_sig_mean" in by_step[max(cb.boundary_steps)]
+    assert "phase/outside_mass_frac" not in by_step[0]  # no heavy set before the boundary
+
+
+def test_heavy_sets_and_tracks_survive_a_checkpoint():
+    cb = XORPhaseDiagnostics()
+    cb.heavy_sets, cb.heavy_tracks = [[True, False]], [[(3, 0.5, 0.25)]]
+    again = XORPhaseDiagnostics()
+    again.load_state_dict(cb.state_dict())
+    assert again.heavy_sets == [[True, False]] and again.heavy_tracks == [[(3, 0.5, 0.25)]]

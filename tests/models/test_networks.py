@@ -101,3 +101,16 @@ def test_loss_derivative_matches_autograd(name):
     if name == "logistic":
         torch.testing.assert_close(loss(margin.detach()), 2 * torch.log1p(torch.exp(-margin.detach())))
         assert loss(torch.zeros(1)).item() == pytest.approx(2 * math.log(2))
+
+
+def test_sphere_initialisation_with_a_fixed_second_layer_norm_keeps_the_same_draws():
+    balanced = network(32, input_dim=16, init=Initialization(scale=0.3))
+    unit = network(32, input_dim=16, init=Initialization(scale=0.3, a_scale=1.0))
+    assert torch.equal(balanced.w, unit.w)  # the same w and signs: only |a_j| differs
+    assert torch.equal(torch.sign(balanced.a), torch.sign(unit.a))
+    assert torch.allclose(unit.a.abs(), torch.ones_like(unit.a))
+    assert torch.allclose(balanced.a.abs(), torch.full_like(balanced.a, 0.3))
+    with pytest.raises(ValueError, match="model.init.a_scale is not used by scheme gaussian_symmetric"):
+        Initialization("gaussian_symmetric", sigma_w=1.0, sigma_b=1.0, sigma_a=1.0, a_scale=1.0)
+    with pytest.raises(ValueError, match="model.init.a_scale"):
+        Initialization(a_scale=0.0)
