@@ -10,7 +10,13 @@ values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviati
   is shown beside the cell and never widens that window. For a bound the paper states
   (``<`` or ``>``: a theorem's rate, a claim that one curve ends above another), the
   bound must hold at the edge of the seeds' spread: :math:`\bar x + k s < v`
-  (:math:`\bar x - k s > v`), :math:`k` the metric's ``std_multiple``.
+  (:math:`\bar x - k s > v`), :math:`k` the metric's ``std_multiple``. A fitted rate
+  (an exponent over d or eta) comes with its 95% interval :math:`[l, h]`, and that
+  interval alone is the window: :math:`l \le v \le h` for ``=``, :math:`h < v` for
+  ``<``, :math:`l > v` for ``>``; two fitted rates compared with each other are equal when
+  their intervals overlap, and one is below the other when its interval lies strictly
+  below. A rate is one fit over every seed, so it has no spread
+  of its own, and a fixed floor would let a rate far from the claim pass.
 * **uninformative**: a measurement that cannot decide the claim (a U-curve's minimum at
   the edge of its sweep), or an accuracy where featlearn's mean *and* the paper's value lie within
   the floor of the *trivial rate* :math:`t`, the accuracy of always predicting the
@@ -88,6 +94,8 @@ def judge(
     fits_training_set: bool | None = None,
     degenerate: bool = False,
     inconclusive: str | None = None,
+    interval: tuple[float, float] | None = None,
+    paper_interval: tuple[float, float] | None = None,
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
 
@@ -108,6 +116,11 @@ def judge(
             of its sweep): the cell is uninformative, whatever its value.
         degenerate: Every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`: it
             predicts one class, or its loss grew by orders of magnitude).
+        interval: The measured value's 95% interval (a fitted rate's), which replaces the floor
+            and the spread: the paper's value must lie inside it, or a bound hold at its edge.
+        paper_interval: With ``interval``, the other side's interval where it is a fitted rate
+            too (a claim between two rates): equal when the intervals overlap, a bound when
+            one lies strictly below (above) the other, edge against edge.
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "trivial", "category", "reason"}``.
@@ -125,13 +138,19 @@ def judge(
     tolerance = rules["tolerances"][column]
     floor = float(tolerance["absolute"])
     gap = mean - paper_value
-    if relation == "=":
+    if interval is not None:
+        low, high = interval
+        other_low, other_high = paper_interval if paper_interval is not None else (paper_value, paper_value)
+        held = {"=": low <= other_high and other_low <= high, "<": high < other_low, ">": low > other_high}[relation]
+        cell.update(gap=gap, allowed=None, interval=(low, high))
+    elif relation == "=":
         allowed = floor  # the spread is shown beside the cell, never added to the window
         held = abs(gap) <= allowed
     else:  # a bound must hold at the edge of the seeds' spread
         allowed = float(tolerance.get("std_multiple", 0.0)) * (std or 0.0)
         held = mean + allowed < paper_value if relation == "<" else mean - allowed > paper_value
-    cell.update(gap=gap, allowed=allowed)
+    if interval is None:
+        cell.update(gap=gap, allowed=allowed)
     if inconclusive:
         return {**cell, "verdict": "uninformative", "category": "inconclusive", "reason": inconclusive + "."}
     known = known_reason(rules, setting, method, column)

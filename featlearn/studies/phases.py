@@ -7,7 +7,10 @@ Theorem 3.1's recipe at several input dimensions d and step sizes eta
 * the *boundary step* T_1: the end of signal finding, which Lemma 4.1 puts at
   Theta(log d / eta) steps;
 * the *margin step*: the weakest cluster's margin reaches 1; the signal-heavy phase lasts
-  T_2 = margin step - T_1, which Theorem B.1 puts at Theta(log log d / eta) steps.
+  T_2 = margin step - T_1, which Section 4.2 puts at Theta(log log d / eta) steps ("Theorem
+  3.1 is proved by iterating this lemma [4.4] Theta(log log(d)/eta) times");
+* the margin step itself, t = T_1 + T_2, the iterations the network takes to learn, which
+  Theorem 3.1 bounds by t <= C log d / eta.
 
 A rate T = Theta(L(d) / eta) is checked by fitting, over every (d, eta) setting,
 
@@ -16,7 +19,8 @@ A rate T = Theta(L(d) / eta) is checked by fitting, over every (d, eta) setting,
     \log \bar T = c + \beta_L \log L(d) + \beta_\eta \log \eta ,
 
 with :math:`\bar T` the geometric mean over seeds, L = log d for T_1 and log log d for
-T_2; the paper's rates are :math:`\beta_L = 1, \beta_\eta = -1`. The 95% intervals
+T_2 (and log d for t); the paper's rates are :math:`\beta_L = 1, \beta_\eta = -1` (for t a
+bound: :math:`\beta_L \le 1, \beta_\eta \ge -1`). The 95% intervals
 resample the seeds of every setting (a bootstrap, 2000 draws, fixed seed).
 """
 
@@ -29,10 +33,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-#: The two phases: key -> (what the report calls it, the paper's rate, L(d)).
+#: The two phases and the whole run to the margin: key -> (what the report calls it, the paper's rate, L(d)).
 PHASES = {
     "signal_finding": ("Signal finding, T_1 (Lemma 4.1)", "log d / eta", lambda d: math.log(d)),
-    "signal_heavy": ("Signal-heavy phase, T_2 (Theorem B.1)", "log log d / eta", lambda d: math.log(math.log(d))),
+    "signal_heavy": ("Signal-heavy phase, T_2 (Section 4.2)", "log log d / eta", lambda d: math.log(math.log(d))),
+    "learning_time": ("Iterations to learn, t = T_1 + T_2 (Theorem 3.1)", "at most log d / eta", lambda d: math.log(d)),
 }
 
 
@@ -48,7 +53,9 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
 
     Returns:
         One dict per method: ``method``, ``d``, ``eta``, ``signal_finding`` (T_1 per seed that
-        reached it), ``signal_heavy`` (T_2 per seed that reached both), ``seeds``.
+        reached it), ``signal_heavy`` (T_2 per seed that reached both), ``learning_time`` (the
+        margin step per seed that reached it), ``seeds`` and ``theta`` (the recipe's, its
+        initialisation scale: the fits keep eta <= theta, Theorem 3.1's range).
     """
     rows = []
     for method, metrics in results.items():
@@ -57,17 +64,21 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
         eta = init_args.get("lr_w", init_args.get("lr"))
         boundary = metrics.get("boundary_step") or []
         margin = metrics.get("margin_step") or []
+        init = init_args.get("init") or {}
+        d = int(config["data"]["init_args"]["dim"])
         rows.append(
             {
                 "method": method,
-                "d": int(config["data"]["init_args"]["dim"]),
+                "d": d,
                 "eta": float(eta),
+                "theta": float(init.get("scale") or 1.0 / math.log(d)),  # the recipe's theta (its init scale)
                 "steps": int(config["trainer"]["max_steps"]),
                 "seeds": len(boundary),
                 "signal_finding": [float(b) for b in boundary if b is not None],
                 "signal_heavy": [
                     float(m - b) for b, m in zip(boundary, margin, strict=True) if b is not None and m is not None
                 ],
+                "learning_time": [float(m) for m in margin if m is not None],
             }
         )
     return rows
@@ -89,7 +100,9 @@ def fit_phase(rows: list[dict], phase: str, resamples: int = 2000, seed: int = 0
         coefficients need more points than that to say anything).
     """
     _, _, rate = PHASES[phase]
-    usable = [r for r in rows if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    # Theorem 3.1 (and Lemma C.1 under Lemma 4.1) asks eta <= theta: a larger step size is measured, not fitted.
+    inside = [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
+    usable = [r for r in inside if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
     if len(usable) < 4 or len({r["d"] for r in usable}) < 2 or len({r["eta"] for r in usable}) < 2:
         return None
     lengths = [np.array(r[phase]) for r in usable]
@@ -111,7 +124,11 @@ def fit_phase(rows: list[dict], phase: str, resamples: int = 2000, seed: int = 0
         "eta_exponent_low": float(low[2]),
         "eta_exponent_high": float(high[2]),
         "points": len(usable),
-        "left_out": [r["method"] for r in rows if r not in usable],
+        "left_out": [
+            f"{r['method']} ({'eta > theta, outside Theorem 3.1' if r not in inside else 'a seed did not reach it'})"
+            for r in rows
+            if r not in usable
+        ],
     }
 
 
@@ -125,6 +142,9 @@ def phase_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dict | N
             "log_exponent": None if fit is None else [fit["log_exponent"]],
             "eta_exponent": None if fit is None else [fit["eta_exponent"]],
         }
+        if fit is not None:  # a fitted rate is judged by its 95% interval (featlearn.studies.judgement)
+            results[name]["log_exponent_interval"] = [fit["log_exponent_low"], fit["log_exponent_high"]]
+            results[name]["eta_exponent_interval"] = [fit["eta_exponent_low"], fit["eta_exponent_high"]]
     return results, fits
 
 
@@ -142,21 +162,24 @@ def phase_lines(rows: list[dict], fits: dict[str, dict | None]) -> list[str]:
         "Each setting: mean ± std over seeds of the phase lengths, and each divided by its rate (a ratio that "
         "stays flat across d and eta is that rate).",
         "",
-        "| Setting | d | eta | steps run | T_1 | T_1 eta / log d | T_2 | T_2 eta / log log d |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| Setting | d | eta | steps run | T_1 | T_1 eta / log d | T_2 | T_2 eta / log log d | t | t eta / log d |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        t1, t2 = r["signal_finding"], r["signal_heavy"]
+        t1, t2, t = r["signal_finding"], r["signal_heavy"], r.get("learning_time") or []
         ratio1 = f"{np.mean(t1) * r['eta'] / math.log(r['d']):.2f}" if t1 else ""
         ratio2 = f"{np.mean(t2) * r['eta'] / math.log(math.log(r['d'])):.2f}" if t2 else ""
+        ratio = f"{np.mean(t) * r['eta'] / math.log(r['d']):.2f}" if t else ""
         lines.append(
             f"| {r['method']} | {r['d']} | {r['eta']:.4g} | {r['steps']} | {cell(t1, r['seeds'])} | {ratio1} "
-            f"| {cell(t2, r['seeds'])} | {ratio2} |"
+            f"| {cell(t2, r['seeds'])} | {ratio2} | {cell(t, r['seeds'])} | {ratio} |"
         )
     lines += [
         "",
-        "Fits of log T = c + beta_L log L(d) + beta_eta log eta over the settings (geometric means over seeds; "
-        "95% bootstrap intervals over seeds). The paper's rates: beta_L = 1, beta_eta = -1.",
+        "Fits of log T = c + beta_L log L(d) + beta_eta log eta over the settings inside Theorem 3.1's eta <= theta "
+        "(geometric means over seeds; "
+        "95% bootstrap intervals over seeds). The paper's rates: beta_L = 1, beta_eta = -1; for t, Theorem 3.1's "
+        "bound t <= C log d / eta: beta_L <= 1, beta_eta >= -1.",
         "",
         "| Phase | rate | beta_L | 95% interval | beta_eta | 95% interval | settings |",
         "|---|---|---:|---|---:|---|---:|",
@@ -172,12 +195,16 @@ def phase_lines(rows: list[dict], fits: dict[str, dict | None]) -> list[str]:
             f"{fit['eta_exponent_high']:.2f}] | {fit['points']} |"
         )
         if fit["left_out"]:
-            lines.append(f"|  | left out (a seed did not reach it): {', '.join(fit['left_out'])} |  |  |  |  |  |")
+            lines.append(f"|  | left out of the fit: {', '.join(fit['left_out'])} |  |  |  |  |  |")
     return lines
 
 
-def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
-    """Two panels: T_1 eta against log d and T_2 eta against log log d, one point per setting."""
+def phase_plot(rows: list[dict], target: Path, title: str, fits: dict[str, dict | None] | None = None) -> Path | None:
+    """A panel per phase: its length x eta against L(d), one point per setting, and the fitted rate.
+
+    With ``fits`` (:func:`fit_phase` per phase), each step size's fitted curve
+    T eta = e^c L(d)^beta_L eta^(beta_eta + 1) is drawn over the measured L(d), dashed.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,7 +212,7 @@ def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
 
     if not any(r["signal_finding"] for r in rows):
         return None
-    figure, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    figure, axes = plt.subplots(1, len(PHASES), figsize=(4.8 * len(PHASES), 4.0))
     markers: dict[str, str] = {}  # the step size's name in the setting ("theta/2", ...) -> its marker
     largest = dict.fromkeys(PHASES, 0.0)  # per phase, the largest x drawn
     for r in rows:
@@ -198,11 +225,26 @@ def phase_plot(rows: list[dict], target: Path, title: str) -> Path | None:
                 x = PHASES[phase][2](r["d"])
                 axis.errorbar(x, scaled.mean(), yerr=scaled.std(), fmt=marker, color="C0", label=label)
                 largest[phase] = max(largest[phase], x)
+    groups: dict[str, list[dict]] = {}  # the settings of one step-size rule (eta = theta/2, ...): eta moves with d
+    for r in rows:
+        groups.setdefault(r["method"].split("eta=")[-1] if "eta=" in r["method"] else f"{r['eta']:.3g}", []).append(r)
+    for axis, phase in zip(axes, PHASES, strict=True):
+        fit = (fits or {}).get(phase)
+        if fit is None:
+            continue
+        level = PHASES[phase][2]
+        for k, group in enumerate(groups.values()):  # the fitted T eta at each setting of the rule, joined over d
+            group = sorted(group, key=lambda r: r["d"])
+            xs = [level(r["d"]) for r in group]
+            ys = [fit["constant"] * level(r["d"]) ** fit["log_exponent"] * r["eta"] ** (fit["eta_exponent"] + 1.0)
+                  for r in group]  # fmt: skip
+            label = "fit: L(d)^{:.2f} eta^{:.2f}".format(fit["log_exponent"], fit["eta_exponent"]) if k == 0 else None
+            axis.plot(xs, ys, "--", color="C1", linewidth=1, label=label)
     for axis, phase in zip(axes, PHASES, strict=True):
         name, rate, _ = PHASES[phase]
-        axis.set_xlabel("log d" if phase == "signal_finding" else "log log d")
+        axis.set_xlabel("log log d" if phase == "signal_heavy" else "log d")
         axis.set_ylabel(f"{name.split(',')[0]} length x eta")
-        axis.set_title(f"{name}: Theta({rate})", fontsize=9)
+        axis.set_title(textwrap.fill(f"{name}: {rate}", 48), fontsize=9)
         axis.set_ylim(bottom=0)
         axis.set_xlim(0, 1.05 * largest[phase] or None)  # from 0, with room for the last markers
         axis.grid(alpha=0.3)

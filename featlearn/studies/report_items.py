@@ -30,7 +30,7 @@ from typing import Protocol
 from featlearn.studies.compare import Method, MethodNotApplicable, compare
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan
-from featlearn.studies.samples import samples
+from featlearn.studies.samples import effective_slope, fit_log_power, samples
 from featlearn.studies.trials import BuildRun
 
 
@@ -108,7 +108,13 @@ class ComparisonTable:
             figures / f"{item.slug}_test_accuracy.png",
             f"{item.id}: test accuracy per method ({item.figures or 'featlearn'})",
         )
-        return ([curve] if curve else []) + neuron_pictures(outcome["folder"], figures, item.slug)
+        phases = phase_curves(
+            outcome["folder"],
+            list(outcome["results"]),
+            figures / f"{item.slug}_phase_curves.png",
+            f"{item.id}: the weakest margin, the heavy set's signal and the mass outside it, per method",
+        )
+        return [p for p in (curve, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
 
 
 class Phases(ComparisonTable):
@@ -130,7 +136,7 @@ class Phases(ComparisonTable):
 
     def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
         title = f"{item.id}: each phase's length x eta against its rate's L(d)"
-        plot = phase_plot(outcome["settings"], figures / f"{item.slug}_phases.png", title)
+        plot = phase_plot(outcome["settings"], figures / f"{item.slug}_phases.png", title, outcome["fits"])
         return [plot] if plot else []
 
 
@@ -146,10 +152,20 @@ class SampleComplexity:
         argv += [str(a) for a in item.arguments.get(args.scale, [])]
         argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
         study = samples(argv, build)
-        results = {method: {"alpha": None if fit is None else [fit["alpha"]]} for method, fit in study["fits"].items()}
+        results, log_powers = {}, {}
+        for method, fit in study["fits"].items():
+            results[method] = {"alpha": None if fit is None else [fit["alpha"]]}
+            if fit is not None:  # a fitted rate is judged by its interval (featlearn.studies.judgement)
+                results[method]["alpha_interval"] = [fit["ci_low"], fit["ci_high"]]
+            rows = [r for r in study["rows"] if r["method"] == method and r["status"] == "found"]  # as fit_exponent's
+            log_powers[method] = power = fit_log_power([(r["d"], r["n_pass"], r["n_fail"]) for r in rows])
+            if power is not None:
+                results[method]["log_power"] = [power["k"]]
+                results[method]["log_power_interval"] = [power["ci_low"], power["ci_high"]]
         return {
             "status": "run",
             "results": results,
+            "log_powers": log_powers,
             "fits": study["fits"],
             "rows": study["rows"],
             "tuned": {},
@@ -237,6 +253,35 @@ def sample_complexity_lines(outcome: dict) -> list[str]:
         else:
             interval = f"[{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
             lines.append(f"| {method} | {fit['alpha']:.2f} | {interval} | {fit['points']} |")
+    powers = outcome.get("log_powers") or {}
+    if any(powers.values()):
+        lines += [
+            "",
+            "Fits of the form n* = C d log^k d (log(n*/d) = k log log d + c; the same bootstrap). Theorem 3.1's "
+            "recipe spends n = t m <= C d log^3 d samples (t <= C log d / eta steps, eta = theta = 1/log d, "
+            "m = d/theta), so k <= 3.",
+            "",
+            "| Method | k | 95% bootstrap interval | points |",
+            "|---|---:|---|---:|",
+        ]
+        for method, power in powers.items():
+            if power is not None:
+                interval = f"[{power['ci_low']:.2f}, {power['ci_high']:.2f}]"
+                lines.append(f"| {method} | {power['k']:.2f} | {interval} | {power['points']} |")
+    dims = sorted({row["d"] for row in outcome["rows"] if row["n_star"] != ""})
+    if len(dims) > 1:
+        forms = {
+            "d^2 (the NTK, Section 1.1)": lambda d: 2 * math.log(d),
+            "d^2 log d": lambda d: 2 * math.log(d) + math.log(math.log(d)),
+            "d log^2 d": lambda d: math.log(d) + 2 * math.log(math.log(d)),
+            "d log^3 d (Theorem 3.1's recipe)": lambda d: math.log(d) + 3 * math.log(math.log(d)),
+        }
+        slopes = ", ".join(f"{name}: {effective_slope(dims, form):.2f}" for name, form in forms.items())
+        lines += [
+            "",
+            f"The exponent alpha a power-law fit over d = {dims[0]} ... {dims[-1]} sees in each claimed form "
+            f"(least squares of log f(d) against log d): {slopes}.",
+        ]
     lines += [
         "",
         "n* against the rates of Theorem 3.1 (d log^2 d) and of the NTK (d^2 log d): a ratio that stays flat or "
@@ -341,6 +386,50 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
+    figure.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=90, bbox_inches="tight")
+    plt.close(figure)
+    return target
+
+
+#: Glasgow's phase curves a compare's runs may log (XORPhaseDiagnostics): tag, axis label, log scale.
+PHASE_CURVES = (
+    ("phase/gamma_min", "gamma_min (weakest cluster's margin)", False),
+    ("phase/heavy_w_sig_mean", "mean ||w_sig|| on the heavy set S (log)", True),
+    ("phase/outside_mass_frac", "share of sum ||w||^2 outside S", False),
+)
+
+
+def phase_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
+    """Glasgow's phase curves against steps, a panel per quantity and a line per method: a PNG, or None.
+
+    The weakest margin gamma_min (Lemma 4.4), the mean ||w_sig|| on the heavy set S fixed at
+    the boundary step (on a log axis, where exponential growth is a straight line and linear
+    growth bends over), and the share of Definition 4.2's mass outside S (Remark 4.3).
+    Nothing is drawn where no run logs gamma_min.
+    """
+    curves = {tag: logged_curves(folder, methods, tag) for tag, _, _ in PHASE_CURVES}
+    if not curves["phase/gamma_min"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(PHASE_CURVES), figsize=(13.0, 3.8))
+    for axis, (tag, label, log_scale) in zip(axes, PHASE_CURVES, strict=True):
+        for colour, method in enumerate(methods):
+            if method in curves[tag]:
+                steps, values = curves[tag][method]
+                axis.plot(steps, values, marker=".", markersize=3, label=method, color=f"C{colour}")
+        if log_scale and curves[tag]:
+            axis.set_yscale("log")
+        axis.set_xlabel("update step")
+        axis.set_title(label, fontsize=9)
+        axis.grid(alpha=0.3)
+    axes[-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    figure.suptitle(textwrap.fill(title, 110), fontsize=10)
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=90, bbox_inches="tight")

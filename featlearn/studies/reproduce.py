@@ -158,6 +158,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     cell.update(verdict="not run", reason="not among this scale's methods")
                 else:
                     edges = [m for m in (method, reference) if all((results.get(m) or {}).get("at_grid_edge") or [0])]
+                    interval = values.get(f"{metric}_interval")  # a fitted rate's 95% interval: its window
                     judged = judge(
                         paper_value,
                         measured,
@@ -173,9 +174,12 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                             if edges
                             else None
                         ),
+                        interval=None if interval is None else tuple(interval),
                     )
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
+                    if interval is not None:
+                        cell["interval"] = list(interval)
                     cell["values"] = measured  # per seed, in seed order
                     if judged is not None:
                         cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
@@ -220,11 +224,15 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         left = claim["left"]
         metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
         cell["metric"] = left["metric"]
+        interval = (results.get(left["method"]) or {}).get(f"{metric}_interval")
         if "right" in claim:
             right = claim["right"]
             right_metric = next(m for c, m, _, _ in COLUMNS if c == right.get("metric", left["metric"]))
             cell["reference"] = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
             paper, _, _ = summarize(_reached((results.get(right["method"]) or {}).get(right_metric)))
+            right_interval = (results.get(right["method"]) or {}).get(f"{right_metric}_interval")
+            if interval is not None and right_interval is not None:  # two fitted rates: interval against interval
+                cell["paper_interval"] = list(right_interval)
         else:
             paper = float(claim["value"])
         values = _reached((results.get(left["method"]) or {}).get(metric))
@@ -244,8 +252,11 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
             undecided = claim_undecided(claim, results, rules)
             judged = judge(
                 paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"],
-                inconclusive=undecided,
+                inconclusive=undecided, interval=None if interval is None else tuple(interval),
+                paper_interval=tuple(cell["paper_interval"]) if cell.get("paper_interval") else None,
             )  # fmt: skip
+            if interval is not None:
+                cell["interval"] = list(interval)
             cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
         cells.append(cell)
     return cells
@@ -286,6 +297,11 @@ def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str |
     return None
 
 
+def table_text(text: str) -> str:
+    """``text`` safe inside a Markdown table cell: a ``|`` (a norm, ||w||) would end the cell."""
+    return text.replace("|", "\\|")
+
+
 def claims_table(rows: list[dict]) -> list[str]:
     """An item's claims as Markdown: the claim, the paper's words, featlearn's two sides and the verdict."""
     if not rows:
@@ -299,7 +315,12 @@ def claims_table(rows: list[dict]) -> list[str]:
             else f"{row['mean']:.{decimals}f}" + ("" if row["std"] is None else f" ± {row['std']:.{decimals}f}")
         )
         other = row["reference"] or "the paper's bound"
-        side = "" if row["paper"] is None else f" {row['relation']} {row['paper']:.{decimals}f} ({other})"
+        theirs = "" if row["paper"] is None else f"{row['paper']:.{decimals}f}"
+        if row.get("paper_interval"):
+            theirs += f" [{row['paper_interval'][0]:.{decimals}f}, {row['paper_interval'][1]:.{decimals}f}]"
+        side = "" if row["paper"] is None else f" {row['relation']} {theirs} ({other})"
+        if row.get("interval") and ours:
+            ours += f" [{row['interval'][0]:.{decimals}f}, {row['interval'][1]:.{decimals}f}]"
         metric = row["metric"] + (f" ({row['metric_statistic']})" if row.get("metric_statistic") else "")
         measured = f"{row.get('left', '')} {metric}: {ours}{side}".strip() if ours else ""
         verdict = {
@@ -309,7 +330,8 @@ def claims_table(rows: list[dict]) -> list[str]:
             "not run": f"not run: {row['reason']}",
         }[row["verdict"]]
         claim = row["method"][len(CLAIM_PREFIX) :]
-        lines.append(f"| {claim} | {row['source']} | {measured} | {verdict} |")
+        cells = (claim, row["source"], measured, verdict)
+        lines.append("| " + " | ".join(table_text(cell) for cell in cells) + " |")
     return ["", "Claims of the paper checked as relations:", "", *lines]
 
 
@@ -356,7 +378,7 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
     metrics = [c for c, _, _, _ in COLUMNS if any(r["metric"] == c for r in rows)]
     labels = {c: label for c, _, label, _ in COLUMNS}
     lines = [
-        "| Method | " + " | ".join(labels[m] for m in metrics) + " |",
+        "| Method | " + " | ".join(table_text(labels[m]) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     notes = []
@@ -369,6 +391,9 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 continue
             decimals = _decimals(metric)
             ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
+            if cell.get("interval"):
+                low, high = cell["interval"]
+                ours += f" [{low:.{decimals}f}, {high:.{decimals}f}]"
             if cell.get("unreached"):
                 ours = ("not reached" if cell["mean"] is None else ours) + f" ({cell['unreached']} seed(s) not reached)"
             bound = {"<": "< ", ">": "> "}.get(cell.get("relation"), "")
@@ -380,7 +405,7 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 notes.append(f"- {method}, {metric}: {cell['verdict']}: {cell['category']}. {cell['reason']}")
             elif cell["verdict"] == "not run" and ran:
                 notes.append(f"- {method}, {metric}: not run: {cell['reason']}")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append(f"| {table_text(method)} | " + " | ".join(cells) + " |")
     legend = (
         "✓ reproduced, ✗ differs, ○ uninformative: both at the trivial rate, or inconclusive (reasons below); "
         "no mark: the paper gives no number."
@@ -401,6 +426,7 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         "mean",
         "std",
         "n",
+        "interval",
         "values",
         "verdict",
         "category",
@@ -412,6 +438,7 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         for cell in cells:
             row = {k: ("" if cell.get(k) is None else cell.get(k)) for k in fields}
             row["values"] = " ".join(repr(v) for v in cell.get("values") or [])  # every seed's value
+            row["interval"] = " ".join(repr(v) for v in cell.get("interval") or [])  # a fitted rate's 95% interval
             writer.writerow(row)
     summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, **wall}
     (out / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1, default=str))
@@ -453,6 +480,13 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         md.append(
             "- a bound (paper `< v` or `> v`: a theorem's rate, a claim that one curve ends above another): "
             "reproduced when featlearn's mean plus (minus) std_multiple x its std is below (above) v"
+        )
+    if any(c.get("interval") for c in cells):
+        md.append(
+            "- a fitted rate (an exponent over d or eta, in brackets its 95% bootstrap interval) is one fit over every "
+            "seed: reproduced when the paper's value lies inside the interval, or a bound holds at the interval's "
+            "edge; two rates compared with each other are equal when their intervals overlap, and one is below the "
+            "other when its interval lies strictly below; no floor widens it"
         )
     if any(c.get("kind") == "claim" for c in cells):
         md.append(

@@ -239,26 +239,67 @@ def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, s
 
     if len({d for d, _, _ in points}) < 2:
         return None
-    log_d = np.log([d for d, _, _ in points])
-    log_n = np.log([n for _, n, _ in points])
-    alpha, intercept = np.polyfit(log_d, log_n, 1)
+    fit = _bootstrap_line(np.log([d for d, _, _ in points]), points, draws, seed, per_d=lambda d: 0.0)
+    return {"alpha": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
+
+
+def fit_log_power(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+    r"""Least squares of the form n* = C d log^k d: log(n*/d) = k log log d + c, with a bootstrap interval for k.
+
+    Theorem 3.1's recipe (eta = theta = 1/log d, minibatch m = d/theta, t <= C log d / eta
+    steps) spends n = t m <= C d log^3 d samples, so n* = d polylog d with k <= 3 over d
+    where the recipe holds. The bootstrap is :func:`fit_exponent`'s.
+
+    Returns:
+        ``{"k", "intercept", "stderr", "ci_low", "ci_high", "points"}``, or None with fewer
+        than two distinct d above e (log log d must be positive).
+    """
+    import numpy as np
+
+    usable = [p for p in points if p[0] > math.e]
+    if len({d for d, _, _ in usable}) < 2:
+        return None
+    log_log_d = np.log(np.log([d for d, _, _ in usable]))
+    fit = _bootstrap_line(log_log_d, usable, draws, seed, per_d=math.log)  # y = log n* - log d
+    return {"k": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
+
+
+def effective_slope(dims: list[int], log_form) -> float:
+    """The least-squares slope of log f(d) against log d over ``dims``: the exponent a power-law fit sees.
+
+    ``log_form(d)`` is log f(d), e.g. ``2 log d + log log d`` for d^2 log d (a local slope
+    2 + 1/log d, above 2 at every finite d).
+    """
+    import numpy as np
+
+    x = np.log(dims)
+    return float(np.polyfit(x, [log_form(d) for d in dims], 1)[0])
+
+
+def _bootstrap_line(x, points, draws: int, seed: int, per_d) -> dict:
+    """Least squares y = slope x + c with y = log n* - per_d(d), and a bootstrap 95% interval for the slope."""
+    import numpy as np
+
+    shift = np.array([per_d(d) for d, _, _ in points])
+    log_n = np.log([n for _, n, _ in points]) - shift
+    slope, intercept = np.polyfit(x, log_n, 1)
     stderr = None
     if len(points) > 2:
-        residual = log_n - (alpha * log_d + intercept)
-        spread = ((log_d - log_d.mean()) ** 2).sum()
+        residual = log_n - (slope * x + intercept)
+        spread = ((x - x.mean()) ** 2).sum()
         stderr = float(math.sqrt((residual**2).sum() / (len(points) - 2) / spread))
     rng = np.random.default_rng(seed)
-    lows = np.log([nf if nf is not None else n for _, n, nf in points])
+    lows = np.log([nf if nf is not None else n for _, n, nf in points]) - shift
     slopes = []
     for _ in range(draws):
         idx = rng.integers(0, len(points), len(points))
-        if len(set(log_d[idx])) < 2:
+        if len(set(x[idx])) < 2:
             continue
         jittered = rng.uniform(lows[idx], log_n[idx])
-        slopes.append(np.polyfit(log_d[idx], jittered, 1)[0])
+        slopes.append(np.polyfit(x[idx], jittered, 1)[0])
     low, high = np.percentile(slopes, [2.5, 97.5]) if slopes else (float("nan"), float("nan"))
     return {
-        "alpha": float(alpha),
+        "slope": float(slope),
         "intercept": float(intercept),
         "stderr": stderr,
         "ci_low": float(low),
@@ -470,7 +511,13 @@ def trial_config(scaled: dict, settings: Settings, n: int, seed: int | None, fol
 
 
 def passed(metrics: dict, settings: Settings) -> tuple[bool, int]:
-    """(whether the trial passes, how many seeds reached the target error)."""
+    """(whether the trial passes, how many seeds reached the target error); a diverged trial fails.
+
+    A run of several seeds stops at the first NaN or infinite loss of any of them, so a
+    diverged trial counts no seed as passing.
+    """
+    if "diverged" in metrics:
+        return False, 0
     errors = [1.0 - acc / 100.0 for acc in metrics["test_acc"]]
     good = sum(e <= settings.target_error + 1e-12 for e in errors)
     return good >= settings.pass_fraction * len(errors) - 1e-9, good
@@ -640,32 +687,32 @@ def samples(argv: list[str], build: BuildRun) -> dict:
             overwrite=args.overwrite,
             changed="the experiment, study file or an option such as --seeds, --budget or --seed changed",
             log=lambda line: print(f"[samples] {line}", flush=True),
+            divergence_ok=True,  # a budget whose training diverged did not learn: it fails, the search goes on
         )
         for key, k, trial in round_trials:
             result = results[trial.label]
             ok, good = passed(result["metrics"], settings)
             searches[key][1].record(k, ok)
             metrics = result["metrics"]
-            errors = [1.0 - a / 100.0 for a in metrics["test_acc"]]
+            diverged = "diverged" in metrics
+            errors = [1.0 - a / 100.0 for a in metrics.get("test_acc") or []]
             train = metrics.get("train_acc")
             trial_rows.append(
                 {
                     "method": key[0],
                     "d": key[1],
                     "n": k * searches[key][1].unit,
-                    "steps": metrics["steps"],
+                    "steps": trial.config["trainer"]["max_steps"] if diverged else metrics["steps"],
                     "passed": int(ok),
                     "seeds_passing": good,
-                    "test_error_mean": f"{sum(errors) / len(errors):.4f}",
+                    "test_error_mean": "diverged" if diverged else f"{sum(errors) / len(errors):.4f}",
                     "train_acc_mean": "" if not train else f"{sum(train) / len(train):.2f}",
                     "seconds": f"{result['seconds']:.1f}",
                 }
             )
-            print(
-                f"[samples] {trial.label}: {good}/{settings.seeds} seeds at test error <= "
-                f"{settings.target_error:g} -> {'pass' if ok else 'fail'}",
-                flush=True,
-            )
+            outcome = "diverged -> fail" if diverged else f"{good}/{settings.seeds} seeds at test error <= "
+            outcome += "" if diverged else f"{settings.target_error:g} -> {'pass' if ok else 'fail'}"
+            print(f"[samples] {trial.label}: {outcome}", flush=True)
         rows = _rows(searches, trial_rows, settings)  # the outputs after every round: a long study shows progress
         fits = write_outputs(out, rows, trial_rows, settings, title)
     seconds = time.perf_counter() - start

@@ -107,3 +107,23 @@ def test_a_measurement_that_cannot_decide_the_claim_is_uninformative_whatever_it
     edge = judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules, inconclusive="the minimum is at m = 1")
     assert (edge["verdict"], edge["category"]) == ("uninformative", "inconclusive")
     assert judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules)["verdict"] == "differs"
+
+
+def test_a_fitted_rate_is_judged_by_its_interval_alone():
+    rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
+    # The NTK's 2.42 with [2.34, 2.51]: within the old floor of 0.5 of 2, outside its own interval.
+    ntk = judge(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "=", interval=(2.34, 2.51))
+    assert ntk["verdict"] == "differs" and ntk["interval"] == (2.34, 2.51) and ntk["allowed"] is None
+    assert judge(2.0, [2.1], "alpha", "T", "NTK", rules, "=", interval=(1.9, 2.3))["verdict"] == "reproduced"
+    # A bound holds at the interval's edge: [1.32, 1.71] < 2, but not [1.6, 2.1] < 2, whatever the point fit.
+    assert judge(2.0, [1.52], "alpha", "T", "Network", rules, "<", interval=(1.32, 1.71))["verdict"] == "reproduced"
+    assert judge(2.0, [1.52], "alpha", "T", "Network", rules, "<", interval=(1.6, 2.1))["verdict"] == "differs"
+    assert judge(-1.0, [-0.8], "alpha", "T", "x", rules, ">", interval=(-0.9, -0.7))["verdict"] == "reproduced"
+    assert judge(-1.0, [-0.8], "alpha", "T", "x", rules, ">", interval=(-1.1, -0.7))["verdict"] == "differs"
+    # Two fitted rates: equal when the intervals overlap, below when strictly below.
+    both = {"interval": (1.55, 1.80), "paper_interval": (1.32, 1.71)}
+    assert judge(1.52, [1.65], "alpha", "T", "x", rules, "=", **both)["verdict"] == "reproduced"
+    assert judge(1.52, [1.65], "alpha", "T", "x", rules, ">", **both)["verdict"] == "differs"
+    apart = {"interval": (1.32, 1.71), "paper_interval": (2.34, 2.51)}
+    assert judge(2.42, [1.52], "alpha", "T", "x", rules, "=", **apart)["verdict"] == "differs"
+    assert judge(2.42, [1.52], "alpha", "T", "x", rules, "<", **apart)["verdict"] == "reproduced"

@@ -44,17 +44,21 @@ from featlearn.studies.reproduce import (
 def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_against_what_the_paper_states():
     plan = load_plan("glasgow2023")
     numbers = paper_numbers("glasgow2023")
-    assert [item.kind for item in plan.items] == ["samples", "phases", "compare"]
+    assert [item.kind for item in plan.items] == ["samples", "samples", "phases", "compare"]
     assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
     assert set(judgement_rules("glasgow2023")["tolerances"]) == {
-        "alpha", "exp_log", "exp_eta", "boundary", "margin", "gamma", "test"
+        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "outside_mass", "test"
     }  # fmt: skip
-    phases, remarks = plan.items[1], plan.items[2]
+    phases, remarks = plan.items[2], plan.items[3]
     settings = {m.name for m in load_methods(resolve_config(phases.methods))}
     for scale in SCALES:  # every scale's settings exist, with two d and two eta at least (the fit needs them)
         assert set(phases.only[scale]) <= settings and len(phases.only[scale]) >= 4
+        fitted = [n.split(", eta=") for n in phases.only[scale] if not n.endswith("eta=2 theta")]  # eta <= theta
+        assert len(fitted) >= 4 and len({d for d, _ in fitted}) >= 2 and len({eta for _, eta in fitted}) >= 2
     for name in PHASES.values():
         assert numbers["Phases", name[0]]["exp_log"] == 1.0 and numbers["Phases", name[0]]["exp_eta"] == -1.0
+    learning = numbers["Phases", PHASES["learning_time"][0]]["relation"]  # Theorem 3.1's t <= C log d / eta: a bound
+    assert column_relation(learning, "exp_log") == ("<", None) and column_relation(learning, "exp_eta") == (">", None)
     remark_methods = {m.name for m in load_methods(resolve_config(remarks.methods))}
     assert {method for setting, method in numbers if setting == "Remarks"} == remark_methods
     rotated = numbers["Remarks", "Network (rotated basis)"]["relation"]
@@ -195,7 +199,10 @@ def test_phase_lengths_that_follow_the_rates_fit_to_exponents_1_and_minus_1():
         assert fit["log_exponent_low"] < fit["log_exponent"] < fit["log_exponent_high"]
         assert fit["constant"] == pytest.approx(constant, rel=0.1) and fit["points"] == 9
     rows[0]["signal_heavy"] = rows[0]["signal_heavy"][:3]  # a seed that never ended the phase: the setting drops
-    assert fit_phase(rows, "signal_heavy")["left_out"] == [rows[0]["method"]]
+    assert fit_phase(rows, "signal_heavy")["left_out"] == [f"{rows[0]['method']} (a seed did not reach it)"]
+    theta = {**rows[1], "theta": 0.1}  # eta 0.2 > theta: outside Theorem 3.1's range, measured but not fitted
+    outside = fit_phase([rows[0], theta, *rows[2:]], "signal_finding")
+    assert outside["points"] == 8 and f"{rows[1]['method']} (eta > theta, outside Theorem 3.1)" in outside["left_out"]
     assert fit_phase(rows[:3], "signal_finding") is None  # one d: nothing to fit
     lines = "\n".join(phase_lines(rows, {"signal_finding": fit_phase(rows, "signal_finding"), "signal_heavy": None}))
     assert "(3 of 4 seeds)" in lines and "fewer than four settings" in lines
@@ -260,8 +267,8 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
              "relation": "=", "right": {"method": "Trivial (majority class), w/o structure"}},
             {"item": "R", "claim": "overfits", "source": "s", "left": {"method": "Network", "metric": "test"},
              "relation": "<", "right": {"method": "Network", "metric": "train"}},
-            {"item": "R", "claim": "steady", "source": "s", "left": {"method": "Network", "metric": "test", "statistic": "std"},
-             "relation": "<", "value": 0.5},
+            {"item": "R", "claim": "steady", "source": "s", "relation": "<", "value": 0.5,
+             "left": {"method": "Network", "metric": "test", "statistic": "std"}},
             {"item": "R", "claim": "clusters", "source": "s", "not_measured": "no statistic yet"},
             {"item": "Other", "claim": "left out by --only", "source": "s", "not_measured": "x"},
         ],
@@ -461,20 +468,26 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     out = tmp_path / "glasgow"
     result = reproduce(["--paper", "glasgow2023", "--scale", "smoke", "--out", str(out)], build_cli)
     cells = {(c["item"], c["method"], c["metric"]): c for c in result["cells"]}
-    theorem = {key: c for key, c in cells.items() if key[0] == "Theorem 3.1"}
+    theorem = {key: c for key, c in cells.items() if key[0] == "Theorem 3.1" and key[2] == "alpha"}
     assert set(theorem) == {("Theorem 3.1", "Network", "alpha"), ("Theorem 3.1", "NTK", "alpha")}
     assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in theorem.values())
+    assert all(len(c["interval"]) == 2 for c in theorem.values())  # a rate is judged by its interval
+    assert cells["Theorem 3.1", "Network", "log_power"]["relation"] == "<"
     for name, _, _ in PHASES.values():  # both phases fitted on the smoke's 4 settings, both exponents judged
         for metric in ("exp_log", "exp_eta"):
             assert cells["Phases", name, metric]["verdict"] in ("reproduced", "differs")
     rotated = cells["Remarks 2.1 and 4.3", "Network (rotated basis)", "margin"]
     assert rotated["reference"] == "Network" and rotated["verdict"] in ("reproduced", "differs")
-    assert cells["Remarks 2.1 and 4.3", "Network (second layer frozen)", "gamma"]["relation"] == "<"
+    frozen = "Network (second layer frozen, |a| = 1)"
+    assert cells["Remarks 2.1 and 4.3", frozen, "growth"]["relation"] == "<"
+    assert cells["Remarks 2.1 and 4.3", frozen, "outside_mass"]["relation"] == ">"
+    assert cells["Remarks 2.1 and 4.3", "Network", "growth"]["relation"] == ">"
     text = (out / "report.md").read_text()
     assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
     figures = out / "figures"
     assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
     assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
+    assert (figures / "remarks_2_1_and_4_3_phase_curves.png").is_file()
 
 
 def test_every_kind_a_plan_may_name_has_its_class():
@@ -495,3 +508,45 @@ def test_a_plan_whose_tune_seeds_exceeds_its_seeds_is_refused(tmp_path, monkeypa
     monkeypatch.setitem(module.PAPERS, "mine", str(plan))
     with pytest.raises(ValueError, match=r"scale 'cpu': tune_seeds must be an integer between 1 and its seeds \(2\)"):
         load_plan("mine")
+
+
+def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_edge():
+    item = Item(id="R", title="R", configs=[], setting="Theorem 3.1", kind="samples")
+    plan = Plan("p", "t", {}, [item], "")
+    results = {
+        "Network": {"alpha": [1.52], "alpha_interval": [1.32, 1.71]},
+        "NTK": {"alpha": [2.42], "alpha_interval": [2.34, 2.51]},
+    }
+    rules = {
+        "tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}},
+        "reasons": [],
+        "claims": [
+            {"item": "R", "claim": "below", "source": "s", "left": {"method": "Network", "metric": "alpha"},
+             "relation": "<", "right": {"method": "NTK"}},
+        ],
+    }  # fmt: skip
+    numbers = {("Theorem 3.1", "Network"): {"alpha": 2.0, "relation": "<"}, ("Theorem 3.1", "NTK"): {"alpha": 2.0}}
+    outcomes = {"R": {"status": "run", "results": results}}
+    cells = {c["method"]: c for c in collect_cells(plan, outcomes, numbers, rules)}
+    assert cells["Network"]["verdict"] == "reproduced" and cells["Network"]["interval"] == [1.32, 1.71]
+    assert cells["NTK"]["verdict"] == "differs"  # 2 lies outside [2.34, 2.51], though within 0.5 of 2.42
+    table = "\n".join(item_table(list(cells.values()), ran=True))
+    assert "| NTK | 2.42 [2.34, 2.51] (paper 2.00) ✗ |" in table
+    claim = collect_claims(plan, outcomes, rules)[0]
+    assert claim["verdict"] == "reproduced" and claim["paper"] == 2.42  # 1.71 < 2.34: edge against edge
+    assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(claims_table([claim]))
+    results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below
+    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "differs"
+    rules["claims"][0]["relation"] = "="  # two rates are equal when their intervals overlap
+    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "reproduced"
+    results["Network"]["alpha_interval"] = [1.32, 1.71]
+    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "differs"
+
+
+def test_a_pipe_in_a_method_or_column_name_stays_inside_its_table_cell():
+    cells = [{"method": "Network (|a| = 1)", "metric": "growth", "mean": 0.5, "std": None, "paper": 0.0,
+              "relation": ">", "reference": None, "verdict": "reproduced"}]  # fmt: skip
+    table = item_table(cells, ran=True)
+    assert table[0] == "| Method | Growth of \\|\\|w_sig\\|\\| on S: log(RSS lin / RSS exp) |"
+    assert table[2].startswith("| Network (\\|a\\| = 1) | 0.50 (paper > 0.00) ✓")
+    assert all(line.count("|") - line.count("\\|") == 3 for line in table[:3])  # two cells, three separators
