@@ -139,7 +139,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     **End of the signal-heavy phase.** Lemma 4.4 grows the weakest margin geometrically,
     gamma_min^(t+1) >= (1 + 2 eta tau g_max) gamma_min^(t), from the small margins that
     signal finding leaves to a constant, which takes Theta(log log d / eta) steps
-    (Theorem B.1). A member's *margin step* is the first cadence step at which its
+    (Section 4.2). A member's *margin step* is the first cadence step at which its
     gamma_min = min_mu y(mu) f(mu) is at least ``margin_target`` (``phase/margin_step``);
     the signal-heavy phase lasts from the boundary step to it. :meth:`member_results`
     hands both steps, per member, to a study.
