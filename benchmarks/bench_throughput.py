@@ -75,21 +75,25 @@ def timed_fit(model, datamodule, steps, warmup, device="cpu", tensorboard=True):
     """
     timer = _StepTimer(warmup)
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = pl.Trainer(
-            max_steps=warmup + steps,
-            accelerator="gpu" if device == "cuda" else "cpu",
-            devices=1,
-            logger=TensorBoardLogger(tmp, name="bench") if tensorboard else False,
-            default_root_dir=tmp,
-            log_every_n_steps=10,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            limit_val_batches=0,
-            callbacks=[timer],
-        )
-        trainer.fit(model, datamodule)
+        experiment_trainer(tmp, warmup + steps, device, [timer], tensorboard).fit(model, datamodule)
     return timer.rate()
+
+
+def experiment_trainer(folder, max_steps, device, callbacks, tensorboard=True):
+    """The experiments' trainer in ``folder`` (TensorBoard every 10 steps, or no logger), the rest off."""
+    return pl.Trainer(
+        max_steps=max_steps,
+        accelerator="gpu" if device == "cuda" else "cpu",
+        devices=1,
+        logger=TensorBoardLogger(folder, name="bench") if tensorboard else False,
+        default_root_dir=folder,
+        log_every_n_steps=10,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        callbacks=callbacks,
+    )
 
 
 def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updates_per_batch=1, device="cpu"):

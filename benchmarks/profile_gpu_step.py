@@ -35,8 +35,7 @@ import warnings
 
 import pytorch_lightning as pl
 import torch
-from bench_throughput import _synchronize, timed_fit
-from pytorch_lightning.loggers import TensorBoardLogger
+from bench_throughput import _synchronize, experiment_trainer, timed_fit
 
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
@@ -90,20 +89,7 @@ def featlearn_profile(updates_per_batch: int, steps: int, warmup: int, device: s
     model, data = experiment(updates_per_batch)
     window = _ProfileWindow(warmup, device)
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = pl.Trainer(
-            max_steps=warmup + steps,
-            accelerator="gpu" if device == "cuda" else "cpu",
-            devices=1,
-            logger=TensorBoardLogger(tmp, name="profile"),
-            default_root_dir=tmp,
-            log_every_n_steps=10,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            limit_val_batches=0,
-            callbacks=[window],
-        )
-        trainer.fit(model, data)
+        experiment_trainer(tmp, warmup + steps, device, [window]).fit(model, data)
     updates = window.end_step - window.start_step
     table = window.prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
     return device_seconds(window.prof) / updates, updates, table

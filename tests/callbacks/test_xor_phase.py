@@ -112,7 +112,7 @@ def test_phase_boundary_is_detected_on_a_learnable_run(fit):
     assert f"boundary step (per member): {boundary}" in cb.summary()
 
 
-def test_margin_step_ends_the_signal_heavy_phase_after_the_boundary_per_member(fit):
+def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_through_it(fit):
     dm = BooleanXOR(dim=16, batch_size=512, test_size=500, ensemble_size=2)
     model = TwoLayerNet(16, **grouped(64, lr=0.3, init_scale=0.3, seed=0), ensemble_size=2)
     cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
@@ -130,6 +130,16 @@ def test_margin_step_ends_the_signal_heavy_phase_after_the_boundary_per_member(f
     assert results["final_gamma_min"] == pytest.approx(gamma_min.tolist(), rel=1e-5)
     assert min(results["final_gamma_min"]) > 1.0
     assert "end of the signal-heavy phase, gamma_min >= 1" in cb.summary()
+    # Remark 4.3's evidence: each member's heavy set S is fixed at its boundary and tracked to its margin step.
+    for s, track in enumerate(cb.heavy_tracks):
+        boundary = cb.boundary_steps[s]
+        assert track[0][0] == boundary and all(0.0 <= share <= 1.0 for _, _, share in track)
+        assert sum(cb.heavy_sets[s]) > 0  # the neurons that were signal-heavy at the boundary
+        window = [p for p in track if p[0] <= cb.margin_steps[s]]
+        assert results["heavy_growth"][s] == growth_evidence([p[0] for p in window], [p[1] for p in window])
+        assert results["outside_mass_change"][s] == pytest.approx(window[-1][2] - window[0][2])
+    assert "phase/heavy_w_sig_mean" in by_step[max(cb.boundary_steps)]
+    assert "phase/outside_mass_frac" not in by_step[0]  # no heavy set before the boundary
 
 
 def test_a_margin_out_of_reach_is_none(fit):
@@ -226,24 +236,6 @@ def test_growth_evidence_tells_exponential_from_linear_growth():
     assert growth_evidence(steps, [0.5 + 0.03 * t for t in steps]) < -2  # linear fits far better
     assert growth_evidence([1, 2], [1.0, 2.0]) is None  # two points fit both forms exactly
     assert growth_evidence([1, 2, 3], [1.0, 0.0, 2.0]) is None  # no exponential through a zero
-
-
-def test_the_heavy_set_is_fixed_at_the_boundary_and_tracked_to_the_phase_end(fit):
-    dm = BooleanXOR(dim=16, batch_size=512, test_size=500, ensemble_size=2)
-    model = TwoLayerNet(16, **grouped(64, lr=0.3, init_scale=0.3, seed=0), ensemble_size=2)
-    cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
-    fit(model, dm, 200, callbacks=[cb])
-    results = cb.member_results()
-    by_step = {h["step"]: h for h in cb.history}
-    for s, track in enumerate(cb.heavy_tracks):
-        boundary = cb.boundary_steps[s]
-        assert track[0][0] == boundary and all(0.0 <= share <= 1.0 for _, _, share in track)
-        assert sum(cb.heavy_sets[s]) > 0  # the neurons that were signal-heavy at the boundary
-        window = [p for p in track if p[0] <= cb.margin_steps[s]]
-        assert results["heavy_growth"][s] == growth_evidence([p[0] for p in window], [p[1] for p in window])
-        assert results["outside_mass_change"][s] == pytest.approx(window[-1][2] - window[0][2])
-    assert "phase/heavy_w_sig_mean" in by_step[max(cb.boundary_steps)]
-    assert "phase/outside_mass_frac" not in by_step[0]  # no heavy set before the boundary
 
 
 def test_heavy_sets_and_tracks_survive_a_checkpoint():
