@@ -9,8 +9,8 @@ process (:func:`featlearn.studies.compare.tune_methods`: ``--tune-seeds 5`` and
 ``--tune-seeds 2``) and prints, per method, the chosen values of each, whether they are
 equal, and the digest of the method's own run that each choice leads to. A method's run
 is a function of its chosen values alone (:func:`~featlearn.studies.compare.method_config`),
-so equal digests mean the same run, hence the same table and the same verdicts. It also
-prints the tuning time of each side: the sum of its trials' recorded seconds.
+so equal digests mean the same run, hence the same table and the same verdicts. The JSON
+file also keeps each side's tuning seconds (the sum of its trials' recorded times).
 
 Trials are reused by digest like any compare trial: ``--out`` may be a folder that already
 holds them (a report's item folder copied, for one), and a rerun only trains what is
@@ -69,7 +69,11 @@ def short(values: dict) -> str:
 
 
 def table_lines(record: dict) -> list[str]:
-    """The two Markdown tables of a run (what ``benchmarks/README.md`` shows, from ``--json``'s file)."""
+    """The choices' Markdown table of a run (what ``benchmarks/README.md`` shows, from ``--json``'s file).
+
+    The recorded seconds stay in the file only: they sum trials that ran at different times
+    on a machine whose load varied, so their ratio is not a measurement side by side.
+    """
     k, n = record["tune_seeds"], record["seeds"]
     lines = [f"| experiment | method | chosen on {n} seeds | chosen on {k} | same value | same run |"]
     lines.append("| --- | --- | --- | --- | --- | --- |")
@@ -79,11 +83,6 @@ def table_lines(record: dict) -> list[str]:
             same_value, same_run = few["values"] == full["values"], few["run"] == full["run"]
             cells = [name, method, short(full["values"]), short(few["values"]), str(same_value), str(same_run)]
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"| experiment | tuning on {n} seeds (s) | tuning on {k} seeds (s) | ratio |"]
-    lines.append("| --- | ---: | ---: | ---: |")
-    for name, sides in record["experiments"].items():
-        full, few = sides["all"]["seconds"], sides["first"]["seconds"]
-        lines.append(f"| {name} | {full:.0f} | {few:.0f} | {full / few:.2f} |")
     return lines
 
 

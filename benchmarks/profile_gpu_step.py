@@ -84,15 +84,15 @@ class _ProfileWindow(pl.Callback):
         self.end_step = trainer.global_step
 
 
-def featlearn_profile(updates_per_batch: int, steps: int, warmup: int, device: str) -> tuple[float, float, str]:
-    """(device seconds per update, updates profiled, table of host-side operations) of a profiled featlearn fit."""
+def featlearn_profile(updates_per_batch: int, steps: int, warmup: int, device: str) -> tuple[float, str]:
+    """(device seconds per update, table of host-side operations) of a profiled featlearn fit."""
     model, data = experiment(updates_per_batch)
     window = _ProfileWindow(warmup, device)
     with tempfile.TemporaryDirectory() as tmp:
         experiment_trainer(tmp, warmup + steps, device, [window]).fit(model, data)
     updates = window.end_step - window.start_step
     table = window.prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
-    return device_seconds(window.prof) / updates, updates, table
+    return device_seconds(window.prof) / updates, table
 
 
 def hand_update(w: torch.Tensor, a: torch.Tensor, gen: torch.Generator | None, device: str) -> None:
@@ -179,7 +179,7 @@ def main() -> None:
     rows, tables = [], {}
     for k in (1, args.updates_per_batch):
         wall = 1.0 / timed_fit(*experiment(k), args.steps, args.warmup, device=args.device)
-        kernels, updates, table = featlearn_profile(k, args.steps, args.warmup, args.device)
+        kernels, table = featlearn_profile(k, args.steps, args.warmup, args.device)
         rows.append({"case": f"featlearn fit, K={k}", "wall_s": wall, "kernel_s": kernels if cuda else None})
         tables[f"featlearn fit, K={k}"] = table
     for graphed in (False, True) if cuda else (False,):

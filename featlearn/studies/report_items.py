@@ -30,7 +30,7 @@ from typing import Protocol
 from featlearn.studies.compare import Method, MethodNotApplicable, compare
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan
-from featlearn.studies.samples import effective_slope, fit_log_power, samples
+from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
 from featlearn.studies.trials import BuildRun
 
 
@@ -157,8 +157,7 @@ class SampleComplexity:
             results[method] = {"alpha": None if fit is None else [fit["alpha"]]}
             if fit is not None:  # a fitted rate is judged by its interval (featlearn.studies.judgement)
                 results[method]["alpha_interval"] = [fit["ci_low"], fit["ci_high"]]
-            rows = [r for r in study["rows"] if r["method"] == method and r["status"] == "found"]  # as fit_exponent's
-            log_powers[method] = power = fit_log_power([(r["d"], r["n_pass"], r["n_fail"]) for r in rows])
+            log_powers[method] = power = fit_log_power(found_points(study["rows"], method))
             if power is not None:
                 results[method]["log_power"] = [power["k"]]
                 results[method]["log_power_interval"] = [power["ci_low"], power["ci_high"]]

@@ -297,6 +297,11 @@ def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str |
     return None
 
 
+def interval_text(interval: list[float] | None, decimals: int) -> str:
+    """A fitted rate's 95% interval as " [low, high]" after its value; nothing where there is none."""
+    return "" if not interval else f" [{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
+
+
 def table_text(text: str) -> str:
     """``text`` safe inside a Markdown table cell: a ``|`` (a norm, ||w||) would end the cell."""
     return text.replace("|", "\\|")
@@ -316,11 +321,10 @@ def claims_table(rows: list[dict]) -> list[str]:
         )
         other = row["reference"] or "the paper's bound"
         theirs = "" if row["paper"] is None else f"{row['paper']:.{decimals}f}"
-        if row.get("paper_interval"):
-            theirs += f" [{row['paper_interval'][0]:.{decimals}f}, {row['paper_interval'][1]:.{decimals}f}]"
+        theirs += interval_text(row.get("paper_interval"), decimals)
         side = "" if row["paper"] is None else f" {row['relation']} {theirs} ({other})"
-        if row.get("interval") and ours:
-            ours += f" [{row['interval'][0]:.{decimals}f}, {row['interval'][1]:.{decimals}f}]"
+        if ours:
+            ours += interval_text(row.get("interval"), decimals)
         metric = row["metric"] + (f" ({row['metric_statistic']})" if row.get("metric_statistic") else "")
         measured = f"{row.get('left', '')} {metric}: {ours}{side}".strip() if ours else ""
         verdict = {
@@ -391,9 +395,7 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
                 continue
             decimals = _decimals(metric)
             ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
-            if cell.get("interval"):
-                low, high = cell["interval"]
-                ours += f" [{low:.{decimals}f}, {high:.{decimals}f}]"
+            ours += interval_text(cell.get("interval"), decimals)
             if cell.get("unreached"):
                 ours = ("not reached" if cell["mean"] is None else ours) + f" ({cell['unreached']} seed(s) not reached)"
             bound = {"<": "< ", ">": "> "}.get(cell.get("relation"), "")

@@ -222,6 +222,11 @@ class SampleSearch:
         return "at_min" if self.k_fail is None else "found"
 
 
+def found_points(rows: list[dict], method: str) -> list[tuple[int, int, int | None]]:
+    """(d, n_pass, n_fail) of each dimension whose search bracketed n* for ``method``: what the fits read."""
+    return [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
+
+
 def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
     r"""Least squares log n* = alpha log d + c, with a bootstrap interval for alpha.
 
@@ -536,10 +541,7 @@ def write_outputs(out: Path, rows: list[dict], trials: list[dict], settings: Set
         writer = csv.DictWriter(handle, fieldnames=[*trial_columns, "seconds"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(trials)
-    fits = {}
-    for method in dict.fromkeys(r["method"] for r in rows):
-        points = [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
-        fits[method] = fit_exponent(points)
+    fits = {method: fit_exponent(found_points(rows, method)) for method in dict.fromkeys(r["method"] for r in rows)}
     rule = (
         "online: n = T x m (T steps on fresh batches of m)"
         if settings.budget == "online"
@@ -710,8 +712,11 @@ def samples(argv: list[str], build: BuildRun) -> dict:
                     "seconds": f"{result['seconds']:.1f}",
                 }
             )
-            outcome = "diverged -> fail" if diverged else f"{good}/{settings.seeds} seeds at test error <= "
-            outcome += "" if diverged else f"{settings.target_error:g} -> {'pass' if ok else 'fail'}"
+            if diverged:
+                outcome = "diverged -> fail"
+            else:
+                target = f"test error <= {settings.target_error:g}"
+                outcome = f"{good}/{settings.seeds} seeds at {target} -> {'pass' if ok else 'fail'}"
             print(f"[samples] {trial.label}: {outcome}", flush=True)
         rows = _rows(searches, trial_rows, settings)  # the outputs after every round: a long study shows progress
         fits = write_outputs(out, rows, trial_rows, settings, title)
