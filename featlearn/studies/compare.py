@@ -70,6 +70,7 @@ import yaml
 from featlearn.config_files import config_class, resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.schedules import canonical_segments, hold_from, is_segment_list, skip_steps
+from featlearn.studies.halving import rung_steps, survivors
 from featlearn.studies.trials import (
     BuildRun,
     Launcher,
@@ -212,7 +213,9 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     if not any(_is_test_accuracy(c) for c in listed):
         added.append({"class_path": "HeldOutAccuracy"})
     if "callbacks" in trainer:  # base.yaml's list (which flags degenerate runs) was replaced: flag them anyway
-        if not any(str(c.get("class_path", "")).endswith("DegenerateRuns") for c in listed):
+        from featlearn.callbacks import DegenerateRuns
+
+        if not any(_is_a(c, DegenerateRuns) for c in listed):
             added.append({"class_path": "DegenerateRuns"})
     trainer[key] = list(trainer.get(key) or []) + added
     return config
@@ -369,6 +372,8 @@ def write_tables(
             values = ", ".join(f"{key} = {value!r}" for key, value in tuned[name]["values"].items())
             on = tuned[name].get("seeds")
             where = f"the validation set of its first {on} seeds" if on and on != seeds else "the validation set"
+            if tuned[name].get("halving"):
+                where += f" by successive halving (eta = {tuned[name]['halving']})"
             lines += ["", f"{name}: tuned on {where}: {values} (val acc {tuned[name]['val_acc']:.2f}%)"]
             if tuned[name].get("edge"):
                 lines.append(f"({', '.join(tuned[name]['edge'])}: the end of its grid; the optimum may lie beyond.)")
@@ -401,6 +406,11 @@ def tune_methods(
     ``DIR/tuning_K_seeds/``, with ``DIR/tuning_K_seeds.csv``), as tuning is usually done; only
     the chosen point then trains on every seed, as the method's own run.
 
+    With ``--halving ETA`` the grid is searched by successive halving
+    (:mod:`featlearn.studies.halving`, in ``DIR/tuning_halving_ETA/<method>/<point>/steps_<s>/``):
+    every point trains its first rung's steps, the best 1/ETA on validation go on from their
+    checkpoints, and only the points that reach ``trainer.max_steps`` are candidates.
+
     A tuning trial measures what tuning reads, its final accuracies: it runs without
     per-step diagnostics (:func:`without_diagnostics`) and without curves, which cost as
     much as the training itself for the NTK's grid. The chosen values' final run is then a
@@ -411,9 +421,69 @@ def tune_methods(
         ValueError: The data model has no validation set (``data.init_args.val_size: 0``).
     """
     grids = {m.name: m.grid() for m in methods if m.tune}
+    if not grids:
+        return {}
     seeds = args.tune_seeds
-    # Tuning on the first K of the seeds has folders of its own: beside tuning on all of them, never mixed.
+    # Tuning on the first K of the seeds, or by halving, has folders of its own: beside the full grid, never mixed.
     tuning = out / ("tuning" if seeds == args.seeds else f"tuning_{seeds}_seeds")
+    if args.halving:
+        tuning = tuning.with_name(f"{tuning.name}_halving_{args.halving}")
+    points = sum(len(grid) for grid in grids.values())
+    run = lambda trials: run_trials(  # noqa: E731
+        trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True
+    )
+    if args.halving:
+        log(
+            f"tuning {', '.join(grids)} by successive halving (eta = {args.halving}) on the validation set of "
+            f"{seeds} seed(s): {points} grid point(s)"
+        )
+        scores = _halving_scores(methods, grids, experiment, args, out, tuning, build, run, log)
+    else:
+        scores = _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log, points)
+    tuned, rows = {}, []
+    for method in methods:
+        best = None
+        for values in grids.get(method.name, []):
+            metrics, steps, final = scores[method.name, _point_name(values)]
+            if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
+                rows.append([method.name, values, None, None, steps, "diverged"])
+                continue
+            accuracy = metrics.get("val_acc")
+            if accuracy is None:
+                raise ValueError(
+                    f"Tuning {method.name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
+                    f"--no-tune to use the methods file's values."
+                )
+            mean, std, _ = summarize(accuracy)
+            rows.append([method.name, values, mean, std, steps, "" if final else "dropped by successive halving"])
+            if final and (best is None or mean > best[1]):
+                best = (values, mean)
+        if grids.get(method.name) and best is None:
+            raise ValueError(f"Every grid point of {method.name!r} diverged: give its tune grid smaller values.")
+        if best is not None:
+            edge = grid_edges(method.tune, best[0])
+            tuned[method.name] = {
+                "values": best[0],
+                "val_acc": best[1],
+                "edge": edge,
+                "seeds": seeds,
+                "halving": args.halving,
+            }
+            log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
+            if edge:
+                log(f"{method.name}: WARNING: {', '.join(edge)} chose the end of its grid; extend the grid past it.")
+    with open(tuning.with_suffix(".csv"), "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "steps", "chosen", "note"])
+        for name, values, mean, std, steps, note in rows:
+            chosen = int(tuned[name]["values"] == values)
+            writer.writerow([name, json.dumps(values), _num(mean), _num(std), steps, chosen, note])
+    return tuned
+
+
+def _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log, points) -> dict:
+    """Every point of every grid trained to ``trainer.max_steps``: (method, point) -> (metrics, steps, True)."""
+    seeds = args.tune_seeds
     trials, plan = [], {}  # plan: (method, point name) -> (trial label, the point's block of members or None)
     for method in methods:
         grid = grids.get(method.name, [])
@@ -423,10 +493,9 @@ def tune_methods(
             for values in grid:
                 config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build)
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
-                folder = tuning / method.slug / point
                 without_diagnostics(config)
                 label = f"{method.name} tune {point}"
-                trials.append(Trial(label, folder, config))
+                trials.append(Trial(label, tuning / method.slug / point, config))
                 plan[method.name, point] = (label, None)
             continue
         for first in range(0, len(grid), per_fit):
@@ -441,48 +510,113 @@ def tune_methods(
             trials.append(Trial(label, tuning / method.slug / name, config))
             for g, values in enumerate(chunk):
                 plan[method.name, _point_name(values)] = (label, g)
-    if not trials:
-        return {}
-    points = sum(len(grid) for grid in grids.values())
     log(
         f"tuning {', '.join(grids)} on the validation set of {seeds} seed(s): {points} grid point(s) in "
         f"{len(trials)} fit(s)"
     )
-    done = run_trials(trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True)
-    tuned, rows = {}, []
+    done = run(trials)
+    steps = {trial.label: (trial.config.get("trainer") or {}).get("max_steps") for trial in trials}  # to where it ran
+    scores = {}
+    for (name, point), (label, block) in plan.items():
+        metrics = point_metrics(done[label]["metrics"], block, seeds)
+        scores[name, point] = (metrics, steps[label], True)
+    return scores
+
+
+def _halving_scores(methods, grids, experiment, args, out, tuning, build, run, log) -> dict:
+    """Successive halving of every grid, all methods' points of a rung in one batch of trials.
+
+    Returns (method, point) -> (metrics at the last rung the point reached, its steps,
+    whether that rung was the last, ``trainer.max_steps``).
+    """
+    alive, rungs, configs = {}, {}, {}
     for method in methods:
-        best = None
-        for values in grids.get(method.name, []):
-            label, block = plan[method.name, _point_name(values)]
-            metrics = point_metrics(done[label]["metrics"], block, seeds)
-            if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
-                rows.append([method.name, values, None, None, "diverged"])
+        grid = grids.get(method.name, [])
+        if not grid:
+            continue
+        configs[method.name] = {}
+        for values in grid:
+            config = method_config(experiment, method.with_values(values), args.tune_seeds, args.seed, out, build)
+            without_diagnostics(config)
+            configs[method.name][_point_name(values)] = config
+        total = int((next(iter(configs[method.name].values())).get("trainer") or {}).get("max_steps") or 0)
+        if total < 1:
+            raise ValueError(f"Tuning {method.name!r} by successive halving needs trainer.max_steps >= 1.")
+        rungs[method.name] = rung_steps(total, len(grid), args.halving)
+        alive[method.name] = [_point_name(values) for values in grid]
+    scores: dict = {}
+    checkpoints: dict = {}  # (method, point) -> the checkpoint its next rung resumes
+    for r in range(max(len(steps) for steps in rungs.values())):
+        trials, plan = [], {}
+        for name, steps in rungs.items():
+            if r >= len(steps):
                 continue
-            accuracy = metrics.get("val_acc")
-            if accuracy is None:
-                raise ValueError(
-                    f"Tuning {method.name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
-                    f"--no-tune to use the methods file's values."
-                )
-            mean, std, _ = summarize(accuracy)
-            rows.append([method.name, values, mean, std, ""])
-            if best is None or mean > best[1]:
-                best = (values, mean)
-        if grids.get(method.name) and best is None:
-            raise ValueError(f"Every grid point of {method.name!r} diverged: give its tune grid smaller values.")
-        if best is not None:
-            edge = grid_edges(method.tune, best[0])
-            tuned[method.name] = {"values": best[0], "val_acc": best[1], "edge": edge, "seeds": seeds}
-            log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
-            if edge:
-                log(f"{method.name}: WARNING: {', '.join(edge)} chose the end of its grid; extend the grid past it.")
-    with open(tuning.with_suffix(".csv"), "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "chosen", "note"])
-        for name, values, mean, std, note in rows:
-            chosen = int(tuned[name]["values"] == values)
-            writer.writerow([name, json.dumps(values), _num(mean), _num(std), chosen, note])
-    return tuned
+            last = r == len(steps) - 1
+            for point in alive[name]:
+                folder = tuning / Method(name).slug / point / f"steps_{steps[r]}"
+                config = rung_config(configs[name][point], folder, steps[r], checkpoints.get((name, point)), last)
+                label = f"{name} tune {point} to step {steps[r]}"
+                trials.append(Trial(label, folder, config))
+                plan[name, point] = label
+                checkpoints[name, point] = folder / "checkpoints" / "last.ckpt"
+        log(f"successive halving, rung {r + 1}: {len(trials)} fit(s)")
+        done = run(trials)
+        for name, steps in rungs.items():
+            if r >= len(steps):
+                continue
+            last = r == len(steps) - 1
+            rung = []
+            for point in alive[name]:
+                metrics = done[plan[name, point]]["metrics"]
+                scores[name, point] = (metrics, steps[r], last)
+                if "diverged" in metrics:
+                    rung.append(None)
+                elif metrics.get("val_acc") is None:
+                    raise ValueError(
+                        f"Tuning {name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
+                        f"--no-tune to use the methods file's values."
+                    )
+                else:
+                    rung.append(summarize(metrics["val_acc"])[0])
+            alive[name] = [alive[name][i] for i in survivors(rung, args.halving, last)]
+    return scores
+
+
+def rung_config(config: dict, folder: Path, steps: int, resume: Path | None, last: bool) -> dict:
+    """A halving rung's trial config: ``config`` trained to ``steps``, resumed from ``resume``.
+
+    Every rung but the last saves ``folder/checkpoints/last.ckpt`` at its final step, which
+    the next rung resumes with ``ckpt_path``: a resumed fit continues bit for bit as one
+    uninterrupted fit would (``tests/featlearn/cli/test_resume_every_experiment.py``). The
+    experiment's own checkpoint callbacks are replaced by that one (the last rung keeps none).
+    """
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    from featlearn.callbacks import DegenerateRuns
+
+    config = copy.deepcopy(config)
+    trainer = config.setdefault("trainer", {})
+    trainer["max_steps"] = steps
+    trainer["default_root_dir"] = str(folder)  # a logger-less fit checkpoints under it
+    listed = (trainer.pop("callbacks", None) or []) + (trainer.pop("callbacks+", None) or [])
+    kept = [entry for entry in listed if not _is_a(entry, ModelCheckpoint)]
+    if not any(_is_a(entry, DegenerateRuns) for entry in kept):
+        kept.append({"class_path": "DegenerateRuns"})  # base.yaml's list is replaced below
+    if last:
+        trainer["enable_checkpointing"] = False
+    else:
+        checkpoint = {"save_last": True, "every_n_train_steps": steps, "save_top_k": 0}
+        kept.insert(0, {"class_path": "StepCheckpoint", "init_args": checkpoint})
+    trainer["callbacks"] = kept
+    if resume is not None:
+        config["ckpt_path"] = str(resume)
+    return config
+
+
+def _is_a(entry, base: type) -> bool:
+    """Whether a config's callback entry builds a ``base`` (its ``class_path`` resolved, short names included)."""
+    cls = config_class(entry.get("class_path")) if isinstance(entry, dict) else None
+    return isinstance(cls, type) and issubclass(cls, base)
 
 
 def without_diagnostics(config: dict) -> None:
@@ -498,15 +632,7 @@ def without_diagnostics(config: dict) -> None:
     trainer["logger"] = False
     for key in ("callbacks", "callbacks+"):
         if isinstance(trainer.get(key), list):
-            trainer[key] = [
-                entry
-                for entry in trainer[key]
-                if not (
-                    isinstance(entry, dict)
-                    and isinstance(cls := config_class(entry.get("class_path")), type)
-                    and issubclass(cls, DiagnosticCallback)
-                )
-            ]
+            trainer[key] = [entry for entry in trainer[key] if not _is_a(entry, DiagnosticCallback)]
 
 
 def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] | None:
@@ -616,6 +742,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "(default: all of them).",
     )
     parser.add_argument(
+        "--halving",
+        type=int,
+        default=None,
+        metavar="ETA",
+        help="Search each tuning grid by successive halving: every point trains max_steps / ETA^k steps, the "
+        "best 1/ETA on validation go on from their checkpoints, and so on to max_steps (each point a fit of its "
+        "own). Default: the full grid, every point to max_steps.",
+    )
+    parser.add_argument(
         "--grid-members",
         type=int,
         default=None,
@@ -634,6 +769,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.tune_seeds = args.seeds
     if not 1 <= args.tune_seeds <= args.seeds:
         parser.error(f"--tune-seeds must be between 1 and --seeds ({args.seeds}), got {args.tune_seeds}.")
+    if args.halving is not None and args.halving < 2:
+        parser.error(f"--halving must be an integer >= 2 (a rung keeps the best 1/ETA), got {args.halving}.")
     if args.grid_members is None:  # one point per tuning fit on a CPU: its fits have --tune-seeds members
         args.grid_members = default_grid_members(args.tune_seeds, args.slurm_gpus)
     if args.grid_members < 1:

@@ -126,6 +126,12 @@ def load_plan(paper: str) -> Plan:
                 f"Plan {path}: scale {name!r}: tune_seeds must be an integer between 1 and its seeds "
                 f"({scale.get('seeds')}), got {tune_seeds!r}."
             )
+        halving = scale.get("halving")
+        if halving is not None and not (isinstance(halving, int) and not isinstance(halving, bool) and halving >= 2):
+            raise ValueError(
+                f"Plan {path}: scale {name!r}: halving must be an integer >= 2 (successive halving's reduction "
+                f"factor), got {halving!r}."
+            )
     items = []
     for entry in content.get("items") or []:
         known = {f for f in Item.__dataclass_fields__}

@@ -61,6 +61,8 @@ def compare_argv(item: Item, plan: Plan, args: argparse.Namespace, argv: list[st
         argv += ["--only", *only]
     if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
         argv += ["--tune-seeds", str(scale["tune_seeds"])]
+    if scale.get("halving") is not None:  # successive halving of the tuning grids
+        argv += ["--halving", str(scale["halving"])]
     if args.grid_members is not None:
         argv += ["--grid-members", str(args.grid_members)]
     argv += args.launcher_argv

@@ -524,6 +524,8 @@ def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict],
         tuned = outcome.get("tuned") or {}
         tune_seeds = plan.scales[args.scale].get("tune_seeds")
         on = f" of the first {tune_seeds} seeds" if tune_seeds and tune_seeds < plan.scales[args.scale]["seeds"] else ""
+        if plan.scales[args.scale].get("halving"):
+            on += f" by successive halving (eta = {plan.scales[args.scale]['halving']})"
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
             md += ["", f"{method} tuned on the validation set{on}: {chosen}."]

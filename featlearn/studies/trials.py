@@ -33,7 +33,9 @@ import hashlib
 import json
 import shutil
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,11 +223,24 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     from featlearn.callbacks import DegenerateRuns, DiagnosticCallback
     from featlearn.callbacks.alignment import COVERAGE_THRESHOLD, centre_coverage, feature_alignment
 
+    command = ["fit", "--config", str(config_path), "--test_after_fit", "false"]
+    trainer_config = yaml.safe_load(config_path.read_text()).get("trainer") or {}
+    scratch = None
+    if trainer_config.get("logger") is False and not trainer_config.get("default_root_dir"):
+        # A logger-less fit would checkpoint into the working directory (checkpoints/last.ckpt, every trial
+        # over the last one's): a folder of its own instead, removed after; its config names none to keep.
+        scratch = tempfile.mkdtemp(prefix="featlearn-trial-")
+        command += ["--trainer.default_root_dir", scratch]
     argv, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:
-        cli = build(["fit", "--config", str(config_path), "--test_after_fit", "false"])
+        with warnings.catch_warnings():
+            # A halving rung resumes its checkpoint with the next rung's checkpoint interval: a new callback state.
+            warnings.filterwarnings("ignore", message="Be aware that when using `ckpt_path`")
+            cli = build(command)
     finally:
         sys.argv = argv
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     if trainer.interrupted:
         raise KeyboardInterrupt

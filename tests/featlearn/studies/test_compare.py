@@ -552,3 +552,44 @@ def test_a_methods_file_may_start_from_another_and_edit_or_add_methods(tmp_path)
     rf = methods[1]
     assert rf.tune == {"model.init_args.lr_a": [100.0]}  # a grid is replaced, not merged
     assert rf.overrides == {"model": {"init_args": {"train_first_layer": False, "lr_a": 10.0}}}  # the rest inherited
+
+
+def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path, monkeypatch):
+    """--halving ETA: every point starts, the best go on from their checkpoints; a survivor's last rung equals
+    its full-grid fit bit for bit, a dropped point is never chosen, and nothing is written outside --out."""
+    monkeypatch.chdir(tmp_path)
+    config = write_config(
+        tmp_path, merge_configs(TINY, {"trainer": {"max_steps": 9}, "data": {"init_args": {"val_size": 300}}})
+    )
+    methods = tmp_path / "methods.yaml"
+    grid = {"model.init_args.lr_a": [1.0e-6, 0.5, 3.0e38, 0.1]}  # the third point diverges
+    methods.write_text(
+        yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
+    )
+    args = ["--config", str(config), "--methods", str(methods), "--seeds", "2"]
+    compare([*args, "--out", str(tmp_path / "full")], build_cli)
+    halved = tmp_path / "halved"
+    results = compare([*args, "--out", str(halved), "--halving", "2"], build_cli)
+    rows = {r["values"]: r for r in csv.DictReader(open(halved / "tuning_halving_2.csv"))}
+    full = {r["values"]: r for r in csv.DictReader(open(tmp_path / "full" / "tuning.csv"))}
+    key = next(iter(grid))
+    steps = {value: int(rows[json.dumps({key: value})]["steps"]) for value in grid[key]}
+    assert sorted(steps.values()) == [3, 3, 5, 9]  # rungs at 3, 5, 9 steps: 3 alive -> 2 -> 1
+    assert rows[json.dumps({key: 3.0e38})]["note"] == "diverged"
+    (finalist,) = [value for value, step in steps.items() if step == 9]
+    assert rows[json.dumps({key: finalist})]["val_acc_mean"] == full[json.dumps({key: finalist})]["val_acc_mean"]
+    assert [int(r["chosen"]) for r in rows.values()] == [int(v == finalist) for v in grid[key]]
+    dropped = [r for r in rows.values() if r["note"] == "dropped by successive halving"]
+    assert len(dropped) == 2 and all(int(r["steps"]) < 9 for r in dropped)
+    final = yaml.safe_load((halved / "methods" / "rf" / "config.yaml").read_text())["model"]["init_args"]
+    assert final["lr_a"] == finalist
+    point = halved / "tuning_halving_2" / "rf" / repr(finalist)
+    assert sorted(p.name for p in point.iterdir()) == ["steps_3", "steps_5", "steps_9"]
+    assert (point / "steps_5" / "checkpoints" / "last.ckpt").is_file()
+    assert not (point / "steps_9" / "checkpoints").exists()  # the last rung keeps no checkpoint
+    resumed = yaml.safe_load((point / "steps_9" / "config.yaml").read_text())
+    assert resumed["ckpt_path"] == str(point / "steps_5" / "checkpoints" / "last.ckpt")
+    chosen_full = json.loads((tmp_path / "full" / "tuning" / "rf" / repr(finalist) / "result.json").read_text())
+    assert results["RF"]["val_acc"] == chosen_full["metrics"]["val_acc"]
+    assert f"by successive halving (eta = 2): {key} = {finalist!r}" in (halved / "table.md").read_text()
+    assert not (tmp_path / "checkpoints").exists()  # logger-less tuning fits checkpoint in folders of their own
