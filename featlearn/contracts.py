@@ -327,3 +327,15 @@ class FirstLayerArguments(Protocol):
 
     #: Rate and decay arguments of the first layer -> the argument an unset one falls back to (None: 0).
     first_layer_arguments: ClassVar[dict[str, str | None]]
+
+
+@runtime_checkable
+class PerMemberValues(Protocol):
+    """A learner class that trains a grid side by side: some arguments may take one value per grid point.
+
+    ``model.init_args.member_values: {argument: [v_1, ..., v_G]}`` makes an ensemble of G K
+    members, point g on stream j being member g K + j (``featlearn compare``'s grid ensembles).
+    """
+
+    #: The arguments that may take a value per grid point (scalar schedules: rates, decays).
+    MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]]

@@ -68,7 +68,7 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import config_class, resolve_config
-from featlearn.contracts import FirstLayerArguments
+from featlearn.contracts import FirstLayerArguments, PerMemberValues
 from featlearn.schedules import canonical_segments, hold_from, is_segment_list, skip_steps
 from featlearn.studies.halving import rung_steps, survivors
 from featlearn.studies.trials import (
@@ -223,8 +223,10 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
 
 def _is_test_accuracy(callback: dict) -> bool:
     """Whether a config's callback entry is a HeldOutAccuracy on the test set (its default split)."""
+    from featlearn.callbacks import HeldOutAccuracy
+
     split = (callback.get("init_args") or {}).get("split", "test")
-    return str(callback.get("class_path", "")).endswith("HeldOutAccuracy") and split == "test"
+    return _is_a(callback, HeldOutAccuracy) and split == "test"
 
 
 def reshape_process(config: dict, method: Method) -> None:
@@ -640,13 +642,13 @@ def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] |
 
     A grid trains as one ensemble (:class:`~featlearn.models.TwoLayerNet`'s ``member_values``)
     when every path of every tuned key is ``model.init_args.<argument>`` with an argument the
-    learner class gives per grid point (its ``MEMBER_VALUE_ARGUMENTS``); the paths a key joins
+    learner class gives per grid point (:class:`~featlearn.contracts.PerMemberValues`); the paths a key joins
     by ``|`` all take its value. Otherwise (a data path, another learner) each point is its
     own trial.
     """
     config = merge_configs(experiment, method.overrides)
     learner = config_class((config.get("model") or {}).get("class_path"))
-    allowed = getattr(learner, "MEMBER_VALUE_ARGUMENTS", ())
+    allowed = learner.MEMBER_VALUE_ARGUMENTS if isinstance(learner, PerMemberValues) else ()
     arguments = {}
     for key in method.tune:
         for path in key.split("|"):

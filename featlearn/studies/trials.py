@@ -45,6 +45,7 @@ from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
 from featlearn.config_files import config_class
+from featlearn.contracts import Learner
 
 #: How a run is built: ``build(args, run=True)`` -> an object with ``trainer``, ``model``
 #: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point: studies never
@@ -268,7 +269,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
         result["train_majority"] = majority_rate(train_y)
     # Members of a grid ensemble (model.member_values) that diverged while the others trained on.
-    diverged = getattr(model, "diverged_members", None)
+    diverged = model.diverged_members if isinstance(model, Learner) else None
     if diverged:
         result["diverged_members"] = {str(member): int(step) for member, step in diverged.items()}
     for callback in trainer.callbacks:  # per-member values of diagnostics (e.g. Glasgow's phase steps)
