@@ -110,13 +110,20 @@ class ComparisonTable:
             figures / f"{item.slug}_test_accuracy.png",
             f"{item.id}: test accuracy per method ({item.figures or 'featlearn'})",
         )
+        train = accuracy_curves(
+            outcome["folder"],
+            list(outcome["results"]),
+            figures / f"{item.slug}_train_accuracy.png",
+            f"{item.id}: training set accuracy per method (does it memorise?)",
+            split="train",
+        )
         phases = phase_curves(
             outcome["folder"],
             list(outcome["results"]),
             figures / f"{item.slug}_phase_curves.png",
             f"{item.id}: the weakest margin, the heavy set's signal and the mass outside it, per method",
         )
-        return [p for p in (curve, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
+        return [p for p in (curve, train, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
 
 
 class Phases(ComparisonTable):
@@ -339,15 +346,17 @@ def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple
     return curves
 
 
-def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) -> Path | None:
-    """Test accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None.
+def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str, split: str = "test") -> Path | None:
+    """Accuracy against steps, one line per method (``heldout/test_acc`` of each run): a PNG, or None.
 
     Where the runs log a mixture's parts (``parts/original``, ``parts/injected``: Shi et al.'s
     Figures 4 and 22-25), each method's two parts are drawn instead, the original solid and
-    the injected dashed, in the method's colour.
+    the injected dashed, in the method's colour. With ``split="train"``: the training set's
+    accuracy (``trainset/train_acc``, a ``HeldOutAccuracy(split=train)``), where a run logs it.
     """
+    tag = "trainset/train_acc" if split == "train" else "heldout/test_acc"
     parts = {name: logged_curves(folder, methods, f"parts/{name}") for name in ("original", "injected")}
-    if parts["original"]:
+    if parts["original"] and split == "test":
         lines = [
             (f"{method}: {name} part", curve, "-" if name == "original" else "--", colour)
             for colour, method in enumerate(parts["original"])
@@ -357,7 +366,7 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
     else:
         lines = [
             (method, curve, "--" if "w/o structure" in method else "-", None)
-            for method, curve in logged_curves(folder, methods, "heldout/test_acc").items()
+            for method, curve in logged_curves(folder, methods, tag).items()
         ]
     if not lines:
         return None
@@ -383,7 +392,7 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str) 
         )
     axis.set_xscale("log")
     axis.set_xlabel("update step")
-    axis.set_ylabel("test accuracy (%), mean over seeds")
+    axis.set_ylabel(f"{split} accuracy (%), mean over seeds")
     axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
