@@ -7,14 +7,16 @@ BIN := $(VENV)/bin
 # The offline CUDA build of torch 2.14.1 runs on the CPU; its torchvision must match.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 EXPERIMENT ?= configs/experiments/glasgow_xor.yaml
+# The docs site's builder (NO_MKDOCS_2_WARNING: Material's banner about its successor, printed on every build).
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs
 
-.PHONY: setup run test test-fast test-slow lint bench tensorboard clean data report browser
+.PHONY: setup run test test-fast test-slow lint docs bench tensorboard clean data report browser
 
 $(BIN)/featlearn: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_PINS)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,docs]'
 	touch $(BIN)/featlearn
 
 setup: $(BIN)/featlearn
@@ -24,18 +26,19 @@ run: setup
 	@status=0; $(BIN)/featlearn fit --config $(EXPERIMENT) || status=$$?; \
 		echo ""; echo "To run featlearn and tensorboard in this shell: source $(VENV)/bin/activate"; exit $$status
 
-# The reproduction report's screenshot test renders its HTML in a real headless browser:
-# Debian's chromium, installed when missing and apt-get works (as root); otherwise that
-# one test skips and says why.
+# The reproduction report's and the docs site's screenshot tests render their HTML in a real
+# headless browser: Debian's chromium, installed when missing and apt-get works (as root);
+# otherwise those tests skip and say why.
 browser:
 	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
-		echo "could not install chromium: the report's screenshot test will skip"
+		echo "could not install chromium: the screenshot tests (report, docs site) will skip"
 
-# Fast suite, then the slow experiment checks as a separate step.
+# Lint, the docs site, the fast suite, then the slow experiment checks as a separate step.
 test: setup browser
 	$(BIN)/python -m ruff check .
 	VENV=$(VENV) .ci/lint-imports
+	$(MKDOCS) build --strict --quiet
 	$(BIN)/python -m pytest -m "not slow" -q
 	$(BIN)/python -m pytest -m slow -q
 
@@ -46,6 +49,11 @@ test-fast: setup
 lint: setup
 	$(BIN)/python -m ruff check .
 	VENV=$(VENV) .ci/lint-imports
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on any warning: a
+# broken link or anchor, a docstring the API reference cannot read. `$(BIN)/mkdocs serve` previews it.
+docs: setup
+	$(MKDOCS) build --strict
 
 bench: setup
 	$(BIN)/python benchmarks/bench_throughput.py
@@ -77,4 +85,4 @@ tensorboard: setup
 	$(BIN)/tensorboard --logdir runs
 
 clean:
-	rm -rf runs lightning_logs .pytest_cache
+	rm -rf runs lightning_logs .pytest_cache site

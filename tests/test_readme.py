@@ -1,4 +1,4 @@
-"""The README's Python examples run as written."""
+"""The Python examples of the README and the docs pages run as written; their verdict tables are the reports'."""
 
 import json
 import os
@@ -8,11 +8,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO, grouped
 
+DOCS = REPO / "docs"
+#: The pages written by hand: README.md and docs/ but for the generated reports in docs/reproduction/.
+PAGES = [REPO / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "reproduction" not in p.relative_to(DOCS).parts)]
 
-def python_blocks():
-    return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+
+def python_blocks(page: Path = REPO / "README.md"):
+    return re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+
+
+def bash_blocks(page: Path):
+    return re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S)
 
 
 def test_python_api_example_runs(tmp_path, monkeypatch):
@@ -23,9 +33,23 @@ def test_python_api_example_runs(tmp_path, monkeypatch):
     assert namespace["w"].shape == (1, 128, 32)
 
 
+def test_the_docs_show_the_readme_python_example_unchanged():
+    assert python_blocks()[0] in python_blocks(DOCS / "getting-started.md")
+
+
+def data_model_example():
+    """docs/extending.md's data model (``my_data.py``)."""
+    return next(block for block in python_blocks(DOCS / "extending.md") if block.startswith("# my_data.py"))
+
+
+def observer_example():
+    """docs/extending.md's observer (``my_observer.py``)."""
+    return next(block for block in python_blocks(DOCS / "extending.md") if block.startswith("# my_observer.py"))
+
+
 def test_data_model_example_is_a_working_subclass(tmp_path, fit):
     namespace = {}
-    exec(python_blocks()[1], namespace)  # noqa: S102
+    exec(data_model_example(), namespace)  # noqa: S102
     from featlearn.models import TwoLayerNet
 
     data = namespace["Majority"](dim=8, batch_size=64)
@@ -34,14 +58,10 @@ def test_data_model_example_is_a_working_subclass(tmp_path, fit):
     assert data.ground_truth().feature.shape == (8,)
 
 
-def bash_blocks():
-    return re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
-
-
 def test_data_model_example_runs_through_the_console_script_from_its_folder(tmp_path):
-    """The README's recipe as a new user types it: my_data.py in a folder, `featlearn fit` run there."""
-    (tmp_path / "my_data.py").write_text(python_blocks()[1])
-    command = next(block for block in bash_blocks() if "my_data.Majority" in block)
+    """docs/extending.md's recipe as a new user types it: my_data.py in a folder, `featlearn fit` run there."""
+    (tmp_path / "my_data.py").write_text(data_model_example())
+    command = next(block for block in bash_blocks(DOCS / "extending.md") if "my_data.Majority" in block)
     argv = shlex.split(command.replace("\\\n", " "))
     assert argv[0] == "featlearn"
     script = Path(sys.executable).parent / "featlearn"  # the installed console script, not python -m
@@ -56,13 +76,38 @@ def test_data_model_example_runs_through_the_console_script_from_its_folder(tmp_
     assert [p.parent.parent.name for p in (tmp_path / "runs").rglob("checkpoints/last.ckpt")] == ["version_0"]
 
 
+def test_observer_example_logs_what_it_computes(fit):
+    namespace = {}
+    exec(observer_example(), namespace)  # noqa: S102
+    from featlearn.datamodules import BooleanXOR
+    from featlearn.models import TwoLayerNet
+
+    observer = namespace["NeuronNorms"]()
+    data = BooleanXOR(dim=8, batch_size=64)
+    model = TwoLayerNet(data.input_dim, **grouped(16, lr=0.2, seed=0))
+    fit(model, data, 4, callbacks=[observer])
+    assert [entry["step"] for entry in observer.history] == [0, 1, 2, 3, 4]
+    norms = model.first_layer_features().norm(dim=-1)  # (S, p)
+    assert observer.results()["norms/mean_w"] == pytest.approx(norms.mean().item(), rel=1e-5)
+    assert observer.results()["norms/max_w"] == pytest.approx(norms.max().item(), rel=1e-5)
+
+
+def reproduce_blocks(page: Path) -> list[tuple[str, str]]:
+    return re.findall(r"<!-- reproduce:([\w.-]+) -->\n(.*?)<!-- /reproduce -->", page.read_text(), flags=re.S)
+
+
 def test_the_readme_reproduction_tables_are_the_committed_reports():
-    """Each README verdict table is ``featlearn reproduce --summary`` of its committed report, not a hand copy."""
+    """Each verdict table of a page is ``featlearn reproduce --summary`` of its committed report, not a hand copy.
+
+    The tables live on the papers' pages (docs/shi2022.md, docs/glasgow2023.md), one each; the README keeps none.
+    """
     from featlearn.studies.reproduce import summary_table
 
-    text = (REPO / "README.md").read_text()
-    blocks = re.findall(r"<!-- reproduce:([\w.-]+) -->\n(.*?)<!-- /reproduce -->", text, flags=re.S)
-    assert {name for name, _ in blocks} >= {"shi2022-cpu", "glasgow2023-cpu"}
+    found = {page.relative_to(REPO).as_posix(): reproduce_blocks(page) for page in PAGES}
+    blocks = [block for page_blocks in found.values() for block in page_blocks]
+    names = [name for name, _ in blocks]
+    assert sorted(names) == sorted(set(names)) and set(names) >= {"shi2022-cpu", "glasgow2023-cpu"}
+    assert found["README.md"] == []
     for name, block in blocks:
         report = REPO / "docs" / "reproduction" / name
         assert block == summary_table(report), name
@@ -72,7 +117,8 @@ def test_the_readme_reproduction_tables_are_the_committed_reports():
 
 
 def test_the_readme_copies_no_appendix_e_table_by_hand():
-    """Paper-beside-featlearn tables live in the committed report only."""
-    text = (REPO / "README.md").read_text()
-    assert not re.search(r"^\| E\.\d.*\(Table \d\)", text, flags=re.M)
-    assert "paper train / test / cos" not in text
+    """Paper-beside-featlearn tables live in the committed report only, neither in the README nor in a docs page."""
+    for page in PAGES:
+        text = page.read_text()
+        assert not re.search(r"^\| E\.\d.*\(Table \d\)", text, flags=re.M), page
+        assert "paper train / test / cos" not in text, page
