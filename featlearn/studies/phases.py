@@ -61,7 +61,7 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
     for method, metrics in results.items():
         config = yaml.safe_load((folder / "methods" / slug(method) / "config.yaml").read_text())
         init_args = config["model"]["init_args"]
-        eta = init_args.get("lr_w", init_args.get("lr"))
+        eta = init_args["lr_w"] if init_args.get("lr_w") is not None else init_args.get("lr")  # null: follows lr
         boundary = metrics.get("boundary_step") or []
         margin = metrics.get("margin_step") or []
         init = init_args.get("init") or {}
