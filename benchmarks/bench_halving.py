@@ -33,7 +33,7 @@ from pathlib import Path
 
 from featlearn.cli.lightning import build_cli
 from featlearn.config_files import resolve_config
-from featlearn.studies.compare import load_methods, method_config, parse_args, tune_methods
+from featlearn.studies.compare import load_methods, method_config, options_of, parse_args, tune_methods
 from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
 
 warnings.filterwarnings("ignore")
@@ -50,14 +50,21 @@ def side(experiment_name: str, out: Path, seeds: int, eta: int | None, methods_f
     methods = [m for m in load_methods(resolve_config(methods_file)) if m.tune]
     log = lambda line: print(f"[{experiment_name}, {'halving ' + str(eta) if eta else 'full grid'}] {line}", flush=True)  # noqa: E731
     tuned = tune_methods(
-        methods, experiment, args, out, build_cli, Launcher.from_args(args, out / "submitit"), log, "benchmark"
+        methods,
+        experiment,
+        options_of(args),
+        out,
+        build_cli,
+        Launcher.from_args(args, out / "submitit"),
+        log,
+        "benchmark",
     )
     folder = out / (f"tuning_halving_{eta}" if eta else "tuning")
     rows = list(csv.DictReader(open(folder.with_suffix(".csv"))))
     chosen = {}
     for method in methods:
         values = tuned[method.name]["values"]
-        config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build_cli)
+        config = method_config(experiment, method.with_values(values), seeds, args.seed, out)
         run = Trial(method.name, out / "methods" / method.slug, config)
         points = {
             r["values"]: (r["val_acc_mean"], int(r["steps"] or 0), r["note"])

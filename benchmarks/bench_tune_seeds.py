@@ -27,7 +27,7 @@ from pathlib import Path
 
 from featlearn.cli.lightning import build_cli
 from featlearn.config_files import resolve_config
-from featlearn.studies.compare import load_methods, method_config, parse_args, tune_methods
+from featlearn.studies.compare import load_methods, method_config, options_of, parse_args, tune_methods
 from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
 
 warnings.filterwarnings("ignore")
@@ -51,11 +51,11 @@ def side(
     methods = [m for m in load_methods(resolve_config(methods_file)) if m.tune]
     log = lambda line: print(f"[{experiment_name}, {tune_seeds} seeds] {line}", flush=True)  # noqa: E731
     launcher = Launcher.from_args(args, out / "submitit")
-    tuned = tune_methods(methods, experiment, args, out, build_cli, launcher, log, "benchmark")
+    tuned = tune_methods(methods, experiment, options_of(args), out, build_cli, launcher, log, "benchmark")
     chosen = {}
     for method in methods:
         values = tuned[method.name]["values"]
-        config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build_cli)
+        config = method_config(experiment, method.with_values(values), seeds, args.seed, out)
         run = Trial(method.name, out / "methods" / method.slug, config)
         chosen[method.name] = {"values": values, "val_acc": tuned[method.name]["val_acc"], "run": run.digest}
     folder = out / ("tuning" if tune_seeds == seeds else f"tuning_{tune_seeds}_seeds")

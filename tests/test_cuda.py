@@ -33,7 +33,7 @@ from featlearn.datamodules import BooleanXOR, SparseCoding
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.studies.compare import DEFAULT_METHODS, compare, load_methods
+from featlearn.studies.compare import DEFAULT_METHODS, compare_command, load_methods
 from featlearn.studies.samples import samples
 
 from .conftest import CONFIGS, grouped
@@ -281,7 +281,9 @@ def test_compare_runs_table_1_on_the_gpu(tmp_path, evaluations):
     config = {**TINY, "trainer": {**TINY["trainer"], "accelerator": "gpu"}}
     path = tmp_path / "tiny_gpu.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    results = compare(["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out"), "--no-tune"], build_cli)
+    results = compare_command(
+        ["--config", str(path), "--seeds", "2", "--out", str(tmp_path / "out"), "--no-tune"], build_cli
+    )
     assert list(results) == [m.name for m in load_methods(resolve_config(DEFAULT_METHODS))]  # every method ran
     assert all(0 <= acc <= 100 for result in results.values() for acc in result["test_acc"])
     assert (tmp_path / "out" / "table.md").exists()

@@ -109,12 +109,12 @@ def test_shi_interval(tmp_path):
 
 def test_shi_table_1_comparison_over_five_seeds(tmp_path):
     """Issue 4's checks on E.1.1 (Table 1): who learns parity, over 5 seeds (about 10 minutes)."""
-    from featlearn.studies.compare import compare
+    from featlearn.studies.compare import compare_command
 
     # The methods file's constants (E.1.1's own tuning); --no-tune keeps the slow suite's time.
     paper = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
     args = ["--config", "shi_parity", "--seeds", "5", "--out", str(tmp_path), "--no-tune", "--only", *paper]
-    results = compare(args, build_cli)
+    results = compare_command(args, build_cli)
 
     def mean(method, metric):
         values = results[method][metric]

@@ -92,7 +92,7 @@ def use_working_folder() -> None:
 
 #: The study commands: name -> (module, function(argv, build)). They are handed the CLI's build.
 STUDIES = {
-    "compare": ("featlearn.studies.compare", "compare"),
+    "compare": ("featlearn.studies.compare", "compare_command"),
     "samples": ("featlearn.studies.samples", "samples"),
     "teacher-check": ("featlearn.studies.teacher_check", "teacher_check"),
     "reproduce": ("featlearn.studies.reproduce", "reproduce"),

@@ -61,7 +61,7 @@ import json
 import math
 import re
 import shutil
-import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -186,8 +186,88 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
     return methods
 
 
+@dataclass(frozen=True)
+class CompareOptions:
+    """How :func:`compare` runs its trials (the command line's options, as one value).
+
+    Args:
+        seeds: S, the seeds of every method (ensemble members s = 0..S-1).
+        seed: The first seed (None: the experiment's ``seed_everything``).
+        tune_seeds: Choose grid points on the first K seeds only (None: all S).
+        halving: Search each grid by successive halving with this reduction factor
+            (:mod:`featlearn.studies.halving`; None: every point to ``max_steps``).
+        grid_members: Most ensemble members of one tuning fit (None: :func:`default_grid_members`).
+        overwrite: Discard results in ``out`` whose config changed (else: refuse).
+    """
+
+    seeds: int = 5
+    seed: int | None = None
+    tune_seeds: int | None = None
+    halving: int | None = None
+    grid_members: int | None = None
+    overwrite: bool = False
+
+    def problem(self, flag: Callable[[str], str] = str) -> str | None:
+        """The first option out of range, said with its name as ``flag`` writes it; None if all hold."""
+        if self.seeds < 1:
+            return f"{flag('seeds')} must be >= 1, got {self.seeds}."
+        if self.seed is not None and self.seed < 0:
+            return f"{flag('seed')} must be >= 0, got {self.seed}."
+        if self.tune_seeds is not None and not 1 <= self.tune_seeds <= self.seeds:
+            return (
+                f"{flag('tune_seeds')} must be between 1 and {flag('seeds')} ({self.seeds}), got {self.tune_seeds}."
+            )
+        if self.halving is not None and self.halving < 2:
+            return f"{flag('halving')} must be an integer >= 2 (a rung keeps the best 1/ETA), got {self.halving}."
+        if self.grid_members is not None and self.grid_members < 1:
+            return f"{flag('grid_members')} must be >= 1, got {self.grid_members}."
+        return None
+
+    def resolved(self, slurm_gpus: int = 0) -> CompareOptions:
+        """These options with the defaults filled in (``tune_seeds``, ``grid_members``)."""
+        tune_seeds = self.seeds if self.tune_seeds is None else self.tune_seeds
+        members = default_grid_members(tune_seeds, slurm_gpus) if self.grid_members is None else self.grid_members
+        return replace(self, tune_seeds=tune_seeds, grid_members=members)
+
+
+@dataclass
+class Comparison(Mapping):
+    """What :func:`compare` measured: method -> its per-seed metrics (a read-only mapping).
+
+    ``comparison["Network"]["test_acc"]`` is the list of S test accuracies (percent);
+    the keys of a method's metrics are those of :func:`~featlearn.studies.trials.measure_run`.
+
+    Args:
+        out: The folder of the tables, the runs and their TensorBoard curves.
+        results: Method -> per-seed metrics, in the methods file's order.
+        seconds: Method -> training seconds (0 for a run reused from an identical one).
+        tuned: Method -> ``{"values", "val_acc", "edge", "seeds", "halving"}``: the grid point chosen
+            on the validation set.
+        skipped: Method -> why it does not apply to this experiment.
+    """
+
+    out: Path
+    results: dict[str, dict]
+    seconds: dict[str, float] = field(default_factory=dict)
+    tuned: dict[str, dict] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, method: str) -> dict:  # noqa: D105
+        return self.results[method]
+
+    def __iter__(self) -> Iterator[str]:  # noqa: D105
+        return iter(self.results)
+
+    def __len__(self) -> int:  # noqa: D105
+        return len(self.results)
+
+    def summary(self, method: str, metric: str) -> tuple[float | None, float | None, int]:
+        """(mean, sample std, seeds) of one method's metric (``test_acc``, ``train_acc``, ``cos_similarity``...)."""
+        return summarize(self.results[method].get(metric))
+
+
 # ---------------------------------------------------------------------- one method
-def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path, build: BuildRun) -> dict:
+def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path) -> dict:
     """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
     config = copy.deepcopy(merge_configs(experiment, method.overrides))  # edited below: share nothing
     if seed is not None:
@@ -197,7 +277,7 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
         data = config.get("data")
         if not isinstance(data, dict) or "class_path" not in data:
             raise ValueError(f"Method {method.name!r} needs the experiment config to give data.class_path.")
-        overrides = _structure_free_overrides(config, build)
+        overrides = _structure_free_overrides(config)
         config["data"] = merge_configs(data, {"init_args": overrides})
     model = config.setdefault("model", {})
     model.setdefault("init_args", {})["ensemble_size"] = seeds
@@ -288,20 +368,35 @@ def freeze_first_layer(config: dict, method: Method) -> None:
         model[key] = hold_from(model[key], method.freeze_first_layer_from, 0.0, f"model.init_args.{key}")
 
 
-def _structure_free_overrides(config: dict, build: BuildRun) -> dict:
-    """Ask the configured data model for its ``init_args`` without input structure."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "config.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        cli = build(["--config", str(path), "--trainer.logger", "false"], run=False)
+def _structure_free_overrides(config: dict) -> dict:
+    """Ask the configured data model for its ``init_args`` without input structure.
+
+    The data model is built from the config's own ``data`` section (its constructor is all
+    :meth:`~featlearn.datamodules.SyntheticDataModule.structure_free_overrides` reads); no run is made.
+    """
+    data = config["data"]
+    data_class = config_class(data["class_path"])
+    if not isinstance(data_class, type):
+        raise ValueError(f"data.class_path {data['class_path']!r} is not a class featlearn can find.")
+    model = data_class(**copy.deepcopy(data.get("init_args") or {}))
     try:
-        return cli.datamodule.structure_free_overrides()
+        return model.structure_free_overrides()
     except NotImplementedError as err:
-        raise MethodNotApplicable(f"{err} Drop the 'without structure' method (--only) for this experiment.") from err
+        fix = "Drop the 'without structure' method (--only) for this experiment."
+        raise MethodNotApplicable(str(err), fix) from err
 
 
 class MethodNotApplicable(ValueError):
-    """A method of the methods file that this experiment cannot run (e.g. no variant without structure)."""
+    """A method of the methods file that this experiment cannot run (e.g. no variant without structure).
+
+    Args:
+        why: What the experiment lacks (the table's note for a skipped method).
+        fix: What to do about it, for a method asked for by name.
+    """
+
+    def __init__(self, why: str, fix: str = "") -> None:
+        super().__init__(f"{why} {fix}".strip())
+        self.why = why
 
 
 # ---------------------------------------------------------------------- tables
@@ -390,7 +485,7 @@ def _num(value: float | None) -> str:
 def tune_methods(
     methods: list[Method],
     experiment: dict,
-    args: argparse.Namespace,
+    options: CompareOptions,
     out: Path,
     build: BuildRun,
     launcher: Launcher,
@@ -425,23 +520,23 @@ def tune_methods(
     grids = {m.name: m.grid() for m in methods if m.tune}
     if not grids:
         return {}
-    seeds = args.tune_seeds
+    seeds = options.tune_seeds
     # Tuning on the first K of the seeds, or by halving, has folders of its own: beside the full grid, never mixed.
-    tuning = out / ("tuning" if seeds == args.seeds else f"tuning_{seeds}_seeds")
-    if args.halving:
-        tuning = tuning.with_name(f"{tuning.name}_halving_{args.halving}")
+    tuning = out / ("tuning" if seeds == options.seeds else f"tuning_{seeds}_seeds")
+    if options.halving:
+        tuning = tuning.with_name(f"{tuning.name}_halving_{options.halving}")
     points = sum(len(grid) for grid in grids.values())
     run = lambda trials: run_trials(  # noqa: E731
-        trials, build, launcher, overwrite=args.overwrite, changed=changed, log=log, divergence_ok=True
+        trials, build, launcher, overwrite=options.overwrite, changed=changed, log=log, divergence_ok=True
     )
-    if args.halving:
+    if options.halving:
         log(
-            f"tuning {', '.join(grids)} by successive halving (eta = {args.halving}) on the validation set of "
+            f"tuning {', '.join(grids)} by successive halving (eta = {options.halving}) on the validation set of "
             f"{seeds} seed(s): {points} grid point(s)"
         )
-        scores = _halving_scores(methods, grids, experiment, args, out, tuning, build, run, log)
+        scores = _halving_scores(methods, grids, experiment, options, out, tuning, build, run, log)
     else:
-        scores = _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log, points)
+        scores = _grid_scores(methods, grids, experiment, options, out, tuning, build, run, log, points)
     tuned, rows = {}, []
     for method in methods:
         best = None
@@ -469,7 +564,7 @@ def tune_methods(
                 "val_acc": best[1],
                 "edge": edge,
                 "seeds": seeds,
-                "halving": args.halving,
+                "halving": options.halving,
             }
             log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
             if edge:
@@ -483,17 +578,17 @@ def tune_methods(
     return tuned
 
 
-def _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log, points) -> dict:
+def _grid_scores(methods, grids, experiment, options, out, tuning, build, run, log, points) -> dict:
     """Every point of every grid trained to ``trainer.max_steps``: (method, point) -> (metrics, steps, True)."""
-    seeds = args.tune_seeds
+    seeds = options.tune_seeds
     trials, plan = [], {}  # plan: (method, point name) -> (trial label, the point's block of members or None)
     for method in methods:
         grid = grids.get(method.name, [])
         arguments = member_value_arguments(experiment, method) if grid else None
-        per_fit = max(1, args.grid_members // seeds)  # points side by side in one ensemble
+        per_fit = max(1, options.grid_members // seeds)  # points side by side in one ensemble
         if arguments is None or per_fit == 1:  # one trial per point
             for values in grid:
-                config = method_config(experiment, method.with_values(values), seeds, args.seed, out, build)
+                config = method_config(experiment, method.with_values(values), seeds, options.seed, out)
                 point = _point_name(values)  # a folder per value: a longer grid reuses the points it shares
                 without_diagnostics(config)
                 label = f"{method.name} tune {point}"
@@ -502,7 +597,7 @@ def _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log,
             continue
         for first in range(0, len(grid), per_fit):
             chunk = grid[first : first + per_fit]
-            config = method_config(experiment, method, seeds, args.seed, out, build)
+            config = method_config(experiment, method, seeds, options.seed, out)
             without_diagnostics(config)
             config["model"]["init_args"]["member_values"] = {
                 argument: [values[key] for values in chunk] for argument, key in arguments.items()
@@ -525,7 +620,7 @@ def _grid_scores(methods, grids, experiment, args, out, tuning, build, run, log,
     return scores
 
 
-def _halving_scores(methods, grids, experiment, args, out, tuning, build, run, log) -> dict:
+def _halving_scores(methods, grids, experiment, options, out, tuning, build, run, log) -> dict:
     """Successive halving of every grid, all methods' points of a rung in one batch of trials.
 
     Returns (method, point) -> (metrics at the last rung the point reached, its steps,
@@ -538,13 +633,13 @@ def _halving_scores(methods, grids, experiment, args, out, tuning, build, run, l
             continue
         configs[method.name] = {}
         for values in grid:
-            config = method_config(experiment, method.with_values(values), args.tune_seeds, args.seed, out, build)
+            config = method_config(experiment, method.with_values(values), options.tune_seeds, options.seed, out)
             without_diagnostics(config)
             configs[method.name][_point_name(values)] = config
         total = int((next(iter(configs[method.name].values())).get("trainer") or {}).get("max_steps") or 0)
         if total < 1:
             raise ValueError(f"Tuning {method.name!r} by successive halving needs trainer.max_steps >= 1.")
-        rungs[method.name] = rung_steps(total, len(grid), args.halving)
+        rungs[method.name] = rung_steps(total, len(grid), options.halving)
         alive[method.name] = [_point_name(values) for values in grid]
     scores: dict = {}
     checkpoints: dict = {}  # (method, point) -> the checkpoint its next rung resumes
@@ -580,7 +675,7 @@ def _halving_scores(methods, grids, experiment, args, out, tuning, build, run, l
                     )
                 else:
                     rung.append(summarize(metrics["val_acc"])[0])
-            alive[name] = [alive[name][i] for i in survivors(rung, args.halving, last)]
+            alive[name] = [alive[name][i] for i in survivors(rung, options.halving, last)]
     return scores
 
 
@@ -763,21 +858,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}.")
-    if args.seed is not None and args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}.")
-    if args.tune_seeds is None:
-        args.tune_seeds = args.seeds
-    if not 1 <= args.tune_seeds <= args.seeds:
-        parser.error(f"--tune-seeds must be between 1 and --seeds ({args.seeds}), got {args.tune_seeds}.")
-    if args.halving is not None and args.halving < 2:
-        parser.error(f"--halving must be an integer >= 2 (a rung keeps the best 1/ETA), got {args.halving}.")
-    if args.grid_members is None:  # one point per tuning fit on a CPU: its fits have --tune-seeds members
-        args.grid_members = default_grid_members(args.tune_seeds, args.slurm_gpus)
-    if args.grid_members < 1:
-        parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
+    problem = options_of(args).problem(lambda name: "--" + name.replace("_", "-"))
+    if problem:
+        parser.error(problem)
     return args
+
+
+def options_of(args: argparse.Namespace) -> CompareOptions:
+    """The :class:`CompareOptions` of parsed ``featlearn compare`` options, defaults filled in."""
+    options = CompareOptions(
+        seeds=args.seeds,
+        seed=args.seed,
+        tune_seeds=args.tune_seeds,
+        halving=args.halving,
+        grid_members=args.grid_members,
+        overwrite=args.overwrite,
+    )
+    return options if options.problem() else options.resolved(args.slurm_gpus)
 
 
 def default_grid_members(seeds: int, slurm_gpus: int) -> int:
@@ -793,54 +890,93 @@ def default_grid_members(seeds: int, slurm_gpus: int) -> int:
     return 100 if torch.cuda.is_available() or slurm_gpus > 0 else seeds
 
 
-def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
-    """Run ``featlearn compare`` with arguments ``argv``; returns the per-seed results by method.
+def compare(
+    configs: Sequence[str | Path | Mapping],
+    out: str | Path,
+    *,
+    build: BuildRun,
+    methods: str | Path = DEFAULT_METHODS,
+    only: Sequence[str] | None = None,
+    options: CompareOptions | None = None,
+    tune: bool = True,
+    launcher: Launcher | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Every method of a methods file on one experiment, over the seeds: Shi et al.'s Table 1 and the like.
 
     Args:
-        argv: The command's arguments (see :func:`parse_args`).
+        configs: The experiment: shipped config names, paths, or mappings (overrides already
+            loaded), merged in order as ``--config`` files are.
+        out: Folder of the tables, the runs and their TensorBoard curves; finished trials
+            there are reused.
         build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
-    """
-    args = parse_args(argv)
-    methods = load_methods(resolve_config(args.methods), args.only)
-    experiment: dict = {}
-    for path in args.config:
-        experiment = merge_configs(experiment, load_yaml(resolve_config(path), "--config"))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+        methods: The methods file, a path or a shipped name.
+        only: Run only these methods (names as in the file); asked for by name, a method
+            that does not apply is an error rather than a skip.
+        options: Seeds and tuning (:class:`CompareOptions`; default: 5 seeds, full grids).
+        tune: Choose each method's ``tune`` grid on the validation set (False: the file's values).
+        launcher: Where trials run (default: one after another in this process).
+        log: Where progress lines go (default: printed, prefixed ``[compare]``).
 
-    launcher = Launcher.from_args(args, out / "submitit")
-    log = lambda line: print(f"[compare] {line}", flush=True)  # noqa: E731
+    Returns:
+        The per-seed results by method, with their times, the tuned values and the skipped
+        methods (:class:`Comparison`); ``out/table.md`` and ``out/table.csv`` hold the table.
+
+    Raises:
+        ValueError: An option out of range (named), a bad methods file, or no method that applies.
+    """
+    options = options or CompareOptions()
+    problem = options.problem()
+    if problem:
+        raise ValueError(problem)
+    options = options.resolved(launcher.gpus_per_trial if launcher else 0)
+    methods_file, only = methods, list(only) if only else None
+    listed = load_methods(resolve_config(methods_file), only)
+    experiment: dict = {}
+    names = []
+    for config in configs:
+        if isinstance(config, Mapping):
+            experiment, _ = merge_configs(experiment, dict(config)), names.append("overrides")
+        else:
+            experiment = merge_configs(experiment, load_yaml(resolve_config(config), "--config"))
+            names.append(str(config))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    launcher = launcher or Launcher()
+    if launcher.folder is None:
+        launcher = replace(launcher, folder=out / "submitit")
+    log = log or (lambda line: print(f"[compare] {line}", flush=True))
     changed = "the experiment, methods file, --seeds or --seed changed"
     applicable, skipped = [], {}
-    for method in methods:  # every config first: a bad method stops the command before any training
+    for method in listed:  # every config first: a bad method stops the command before any training
         try:
-            method_config(experiment, method, args.seeds, args.seed, out, build)
+            method_config(experiment, method, options.seeds, options.seed, out)
         except MethodNotApplicable as err:
-            if args.only:  # asked for by name: an error, not a skip
+            if only:  # asked for by name: an error, not a skip
                 raise
-            skipped[method.name] = str(err).split(" Drop the")[0]
+            skipped[method.name] = err.why
             continue
         applicable.append(method)
     for name, why in skipped.items():
-        print(f"[compare] skipping {name!r}: {why}", flush=True)
+        log(f"skipping {name!r}: {why}")
     if not applicable:
-        raise ValueError(f"No method of {args.methods!r} applies to this experiment: {skipped}.")
+        raise ValueError(f"No method of {str(methods_file)!r} applies to this experiment: {skipped}.")
     tuned: dict[str, dict] = {}
-    if not args.no_tune:
-        tuned = tune_methods(applicable, experiment, args, out, build, launcher, log, changed)
+    if tune:
+        tuned = tune_methods(applicable, experiment, options, out, build, launcher, log, changed)
     trials = []
     for method in applicable:
         chosen = method.with_values(tuned[method.name]["values"]) if method.name in tuned else method
-        config = method_config(experiment, chosen, args.seeds, args.seed, out, build)
+        config = method_config(experiment, chosen, options.seeds, options.seed, out)
         trials.append(Trial(method.name, out / "methods" / method.slug, config, (out / "tensorboard" / method.slug,)))
-    experiment_name = " + ".join(args.config)
+    experiment_name = " + ".join(names)
     results: dict[str, dict] = {}
     times: dict[str, float] = {}
 
     def finished(trial: Trial, result: dict) -> None:
         results[trial.label], times[trial.label] = result["metrics"], result["seconds"]
-        write_tables(out, results, experiment_name, args.seeds, skipped, tuned)  # a partial table after each method
-        print(f"[compare] {trial.label}: done in {result['seconds']:.1f} s", flush=True)
+        write_tables(out, results, experiment_name, options.seeds, skipped, tuned)  # a partial table after each
+        log(f"{trial.label}: done in {result['seconds']:.1f} s")
 
     # A run identical by construction to one made already is not repeated: another method whose config is
     # the same but for its logger (Two Step where the process freezes the first layer from step 3 anyway).
@@ -855,12 +991,14 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
             continue
         earlier[key] = trial
         unique.append(trial)
-    done = run_trials(unique, build, launcher, overwrite=args.overwrite, changed=changed, log=log, on_result=finished)
+    done = run_trials(
+        unique, build, launcher, overwrite=options.overwrite, changed=changed, log=log, on_result=finished
+    )
     for trial in trials:
         if trial.label not in copies:
             continue
         source, save_dir = copies[trial.label]
-        saved = trial.finished(args.overwrite, changed)
+        saved = trial.finished(options.overwrite, changed)
         if saved is None:
             origin = done.get(source.label) or json.loads(source.result_path.read_text())
             trial.prepare()
@@ -874,12 +1012,35 @@ def compare(argv: list[str], build: BuildRun) -> dict[str, dict]:
     done = {trial.label: done[trial.label] for trial in trials}
     results = {label: result["metrics"] for label, result in done.items()}
     times = {label: result["seconds"] for label, result in done.items()}
-    write_tables(out, results, experiment_name, args.seeds, skipped, tuned)
+    write_tables(out, results, experiment_name, options.seeds, skipped, tuned)
     with open(out / "run_times.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "seconds"])
         for name, seconds in times.items():
             writer.writerow([name, f"{seconds:.1f}"])
-    print((out / "table.md").read_text(), flush=True)
-    print(f"[compare] total training time {sum(times.values()):.1f} s; tensorboard --logdir {out / 'tensorboard'}")
-    return results
+    return Comparison(out, results, times, tuned, skipped)
+
+
+def compare_command(argv: list[str], build: BuildRun) -> Comparison:
+    """``featlearn compare`` with arguments ``argv`` (see :func:`parse_args`): :func:`compare`, then the table printed.
+
+    Args:
+        argv: The command's arguments.
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+    """
+    args = parse_args(argv)
+    comparison = compare(
+        args.config,
+        args.out,
+        build=build,
+        methods=args.methods,
+        only=args.only,
+        options=options_of(args),
+        tune=not args.no_tune,
+        launcher=Launcher.from_args(args, Path(args.out) / "submitit"),
+    )
+    print((comparison.out / "table.md").read_text(), flush=True)
+    total = sum(comparison.seconds.values())
+    tensorboard = comparison.out / "tensorboard"
+    print(f"[compare] total training time {total:.1f} s; tensorboard --logdir {tensorboard}", flush=True)
+    return comparison

@@ -27,20 +27,29 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from featlearn.studies.compare import Method, MethodNotApplicable, compare
+import yaml
+
+from featlearn.studies.compare import (
+    DEFAULT_METHODS,
+    CompareOptions,
+    Comparison,
+    Method,
+    MethodNotApplicable,
+    compare,
+)
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan
 from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
-from featlearn.studies.trials import BuildRun
+from featlearn.studies.trials import BuildRun, Launcher
 
 
 class ItemKind(Protocol):
     """What the report asks of one kind of item."""
 
     def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
     ) -> dict:
-        """Run the item (``argv``: its ``--config`` arguments) in ``folder``; its outcome, or why not run."""
+        """Run the item (``configs``: its experiment, names and an overlay mapping) in ``folder``; its outcome."""
 
     def lines(self, outcome: dict) -> list[str]:
         """The Markdown lines the kind adds under the item's table (a run outcome)."""
@@ -49,32 +58,36 @@ class ItemKind(Protocol):
         """The pictures the kind shows, written into ``figures`` (a run outcome)."""
 
 
-def compare_argv(item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path) -> list[str]:
-    """The ``featlearn compare`` arguments of a compare-based item at the report's scale."""
+def compare_options(plan: Plan, args: argparse.Namespace) -> CompareOptions:
+    """The :class:`~featlearn.studies.compare.CompareOptions` of a compare-based item at the report's scale."""
     scale = plan.scales[args.scale]
-    argv = [*argv, "--seeds", str(scale["seeds"]), "--out", str(folder)]
-    methods = item.methods or scale.get("methods")
-    if methods:
-        argv += ["--methods", methods]
+    return CompareOptions(
+        seeds=scale["seeds"],
+        tune_seeds=scale.get("tune_seeds"),  # choose grid points on the first K seeds, run the chosen on all
+        halving=scale.get("halving"),  # successive halving of the tuning grids
+        grid_members=args.grid_members,
+        overwrite=args.overwrite,
+    )
+
+
+def run_compare(
+    item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
+) -> Comparison | tuple[str, str]:
+    """The item's :func:`~featlearn.studies.compare.compare`, or ("not run", why).
+
+    Not run: the data files are missing, or a method does not apply.
+    """
     only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
-    if only:
-        argv += ["--only", *only]
-    if scale.get("tune_seeds") is not None:  # choose grid points on the first K seeds, run the chosen on all
-        argv += ["--tune-seeds", str(scale["tune_seeds"])]
-    if scale.get("halving") is not None:  # successive halving of the tuning grids
-        argv += ["--halving", str(scale["halving"])]
-    if args.grid_members is not None:
-        argv += ["--grid-members", str(args.grid_members)]
-    argv += args.launcher_argv
-    if args.overwrite:
-        argv.append("--overwrite")
-    return argv
-
-
-def run_compare(item: Item, argv: list[str], build: BuildRun) -> dict | tuple[str, str]:
-    """The per-seed results of ``compare``, or ("not run", why): data files missing, a method that does not apply."""
     try:
-        return compare(argv, build)
+        return compare(
+            configs,
+            folder,
+            build=build,
+            methods=item.methods or plan.scales[args.scale].get("methods") or DEFAULT_METHODS,
+            only=only,
+            options=compare_options(plan, args),
+            launcher=Launcher.from_args(args, folder / "submitit"),
+        )
     except FileNotFoundError as err:  # real data a user places: say where
         then = " Then rerun with --data-root ROOT." if item.needs_files else ""
         return ("not run", f"{err}{then}")
@@ -82,19 +95,34 @@ def run_compare(item: Item, argv: list[str], build: BuildRun) -> dict | tuple[st
         return ("not run", str(err))
 
 
+def config_argv(configs: list, folder: Path, scale: str) -> list[str]:
+    """``--config`` arguments of ``configs`` for the commands that still read files.
+
+    An overlay (a mapping) is written to ``folder/scale_<scale>.yaml``.
+    """
+    argv = []
+    for config in configs:
+        if isinstance(config, dict):
+            overlay = folder / f"scale_{scale}.yaml"
+            overlay.write_text(yaml.safe_dump(config, sort_keys=False))
+            config = str(overlay)
+        argv += ["--config", str(config)]
+    return argv
+
+
 class ComparisonTable:
     """A ``featlearn compare`` of methods: the paper's table, test accuracy curves and the neurons' pictures."""
 
     def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
     ) -> dict:
         """Run the item's ``featlearn compare``: per-seed results, tuned constants, training time."""
-        results = run_compare(item, compare_argv(item, plan, args, argv, folder), build)
-        if isinstance(results, tuple):
-            return {"status": results[0], "why": results[1]}
+        comparison = run_compare(item, plan, args, configs, folder, build)
+        if isinstance(comparison, tuple):
+            return {"status": comparison[0], "why": comparison[1]}
         return {
             "status": "run",
-            "results": results,
+            "results": dict(comparison.results),
             "tuned": _tuned_values(folder),
             "training_seconds": trial_seconds(folder),
             "folder": folder,
@@ -130,10 +158,10 @@ class Phases(ComparisonTable):
     """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
 
     def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
     ) -> dict:
         """Run the item's compare over its settings, then fit each phase's length against its rate."""
-        outcome = super().run(item, plan, args, argv, folder, build)
+        outcome = super().run(item, plan, args, configs, folder, build)
         if outcome["status"] != "run":
             return outcome
         settings = phase_settings(folder, outcome["results"], lambda name: Method(name).slug)
@@ -153,10 +181,10 @@ class SampleComplexity:
     """n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
 
     def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
     ) -> dict:
         """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
-        argv = [*argv, "--seeds", str(plan.scales[args.scale]["seeds"])]
+        argv = [*config_argv(configs, folder, args.scale), "--seeds", str(plan.scales[args.scale]["seeds"])]
         argv += ["--study", str(item.study), "--out", str(folder)]
         argv += [str(a) for a in item.arguments.get(args.scale, [])]
         argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
@@ -192,7 +220,7 @@ class TeacherCheck:
     """Students' U-curves under teachers of several sizes (Shi et al.'s Figure 26, :mod:`~.teacher_check`)."""
 
     def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, argv: list[str], folder: Path, build: BuildRun
+        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
     ) -> dict:
         """Run a ``teacher_check`` item (:func:`~featlearn.studies.teacher_check.check_teacher_sizes`).
 
@@ -204,7 +232,8 @@ class TeacherCheck:
         """
         from featlearn.studies.teacher_check import check_teacher_sizes
 
-        argv = [*argv, *(str(a) for a in item.arguments.get(args.scale, [])), "--out", str(folder)]
+        argv = [*config_argv(configs, folder, args.scale), *(str(a) for a in item.arguments.get(args.scale, []))]
+        argv += ["--out", str(folder)]
         started = time.perf_counter()
         rows = check_teacher_sizes(argv, build)
         seconds = time.perf_counter() - started

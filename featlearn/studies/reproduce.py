@@ -62,8 +62,6 @@ import resource
 import time
 from pathlib import Path
 
-import yaml
-
 from featlearn.studies.compare import summarize
 from featlearn.studies.judgement import TRIVIAL_SETS, VERDICTS, column_relation, judge
 from featlearn.studies.plan import (
@@ -96,12 +94,9 @@ def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build:
         paths = {key: str(root / relative) for key, relative in item.data_paths.items()}
         data["init_args"] = {**(data.get("init_args") or {}), "root": str(root), **paths}
         overrides["data"] = data
-    if overrides:
-        overlay = folder / f"scale_{args.scale}.yaml"
-        overlay.write_text(yaml.safe_dump(overrides, sort_keys=False))
-        configs.append(str(overlay))
-    argv = [arg for config in configs for arg in ("--config", config)]
-    return ITEM_KINDS[item.kind].run(item, plan, args, argv, folder, build)
+    if overrides:  # the scale's sizes and the data's root, merged after the item's configs
+        configs.append(overrides)
+    return ITEM_KINDS[item.kind].run(item, plan, args, configs, folder, build)
 
 
 # ---------------------------------------------------------------------- the report

@@ -14,7 +14,7 @@ import featlearn.studies.trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
 from featlearn.cli.main import main
-from featlearn.studies.compare import Method, compare, load_methods, summarize
+from featlearn.studies.compare import Method, compare, compare_command, load_methods, summarize
 from featlearn.studies.trials import merge_configs
 
 from ...conftest import CONFIGS  # noqa: TID252
@@ -64,7 +64,7 @@ def comparison(tmp_path_factory):
     folder = tmp_path_factory.mktemp("compare")
     config = write_config(folder)
     out = folder / "out"
-    results = compare(["--config", str(config), "--seeds", "2", "--out", str(out), "--no-tune"], build_cli)
+    results = compare_command(["--config", str(config), "--seeds", "2", "--out", str(out), "--no-tune"], build_cli)
     return out, results, config
 
 
@@ -215,7 +215,7 @@ def test_methods_start_from_the_same_weights(comparison):
 
 def test_same_seeds_same_table(comparison, tmp_path):
     out, _, config = comparison
-    compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again"), "--no-tune"], build_cli)
+    compare_command(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "again"), "--no-tune"], build_cli)
     assert (tmp_path / "again" / "table.csv").read_text() == (out / "table.csv").read_text()
     assert (tmp_path / "again" / "table.md").read_text() == (out / "table.md").read_text()
 
@@ -234,12 +234,12 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
     monkeypatch.setattr(trials_module, "measure_run", interrupted_run)
     args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "resumed"), "--no-tune"]
     with pytest.raises(KeyboardInterrupt):
-        compare(args, build_cli)
+        compare_command(args, build_cli)
     finished = sorted(p.parent.name for p in (tmp_path / "resumed" / "methods").glob("*/result.json"))
     assert finished == ["network", "ntk"]
     monkeypatch.setattr(trials_module, "measure_run", real_run)
     capsys.readouterr()
-    compare(args, build_cli)
+    compare_command(args, build_cli)
     log = capsys.readouterr().out
     assert "Network: finished earlier" in log and "NTK: finished earlier" in log and "RF: finished" not in log
     assert (tmp_path / "resumed" / "table.csv").read_text() == (out / "table.csv").read_text()
@@ -248,10 +248,10 @@ def test_interrupted_comparison_keeps_finished_methods_and_resumes(comparison, t
 def test_changed_config_is_not_mixed_with_old_results(comparison, tmp_path):
     _, _, config = comparison
     args = ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "Network", "--no-tune"]
-    compare(args, build_cli)
+    compare_command(args, build_cli)
     with pytest.raises(ValueError, match="--overwrite"):
-        compare([*args[:3], "3", *args[4:]], build_cli)  # --seeds 3
-    compare([*args[:3], "3", *args[4:], "--overwrite"], build_cli)
+        compare_command([*args[:3], "3", *args[4:]], build_cli)  # --seeds 3
+    compare_command([*args[:3], "3", *args[4:], "--overwrite"], build_cli)
     assert read_csv(tmp_path / "o" / "table.csv")[1][4] == "3"
 
 
@@ -279,7 +279,7 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
 )
 def test_bad_compare_options_are_refused(args, match, capsys):
     with pytest.raises(SystemExit):
-        compare(["--config", "x.yaml", "--out", "o", *args], build_cli)
+        compare_command(["--config", "x.yaml", "--out", "o", *args], build_cli)
     assert match in capsys.readouterr().err
 
 
@@ -316,7 +316,7 @@ def test_inapplicable_methods_are_skipped_up_front_and_named(tmp_path, capsys):
     methods.write_text(yaml.safe_dump({"methods": entries}))
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
-    results = compare(args, build_cli)
+    results = compare_command(args, build_cli)
     log = capsys.readouterr().out
     assert list(results) == ["Network"]
     skip = log.index("skipping 'Network w/o structure': BooleanXOR has no variant without input structure")
@@ -333,7 +333,7 @@ def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
     }
     config = write_config(tmp_path, content)
     out = tmp_path / "o"
-    results = compare(
+    results = compare_command(
         ["--config", str(config), "--seeds", "2", "--out", str(out), "--only", "Network", "NTK"], build_cli
     )
     table = (out / "table.md").read_text().splitlines()
@@ -357,7 +357,7 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
     args += ["--grid-members", "4"]
-    compare(args, build_cli)
+    compare_command(args, build_cli)
     rows = list(csv.DictReader(open(out / "tuning.csv")))
     assert [json.loads(r["values"]) for r in rows] == [{next(iter(grid)): v} for v in grid[next(iter(grid))]]
     means = [float(r["val_acc_mean"]) for r in rows]
@@ -369,9 +369,9 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     assert [r[1] for r in read_csv(out / "table.csv") if r[0] == "NTK"][-1] == f"tuned:{next(iter(grid))}"
     assert f"tuned on the validation set: {next(iter(grid))} = {value!r}" in (out / "table.md").read_text()
     capsys.readouterr()
-    compare(args, build_cli)  # cached: a re-run tunes nothing again
+    compare_command(args, build_cli)  # cached: a re-run tunes nothing again
     assert capsys.readouterr().out.count("finished earlier") == 2  # the grid's one fit and the method
-    compare([*args[:-3], str(tmp_path / "fixed"), "--no-tune"], build_cli)
+    compare_command([*args[:-3], str(tmp_path / "fixed"), "--no-tune"], build_cli)
     assert not (tmp_path / "fixed" / "tuning").exists()
 
 
@@ -386,7 +386,7 @@ def test_a_grid_tuned_as_one_ensemble_gives_each_point_the_accuracies_of_its_own
     tables = {}
     for members in (6, 2):  # three points of 2 seeds in one fit; one point per fit
         out = tmp_path / f"m{members}"
-        compare(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out),
+        compare_command(["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out),
                  "--grid-members", str(members)], build_cli)  # fmt: skip
         tables[members] = list(csv.DictReader(open(out / "tuning.csv")))
         fits = sorted(p.name for p in (out / "tuning" / "rf").iterdir())
@@ -405,7 +405,7 @@ def test_tuning_on_the_first_seeds_runs_only_the_chosen_point_on_all_of_them(tmp
     )
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "3", "--out", str(out)]
-    results = compare([*args, "--tune-seeds", "2"], build_cli)
+    results = compare_command([*args, "--tune-seeds", "2"], build_cli)
     points = sorted((out / "tuning_2_seeds" / "rf").iterdir())
     assert [p.name for p in points] == ["0.5", "1e-06"] and not (out / "tuning").exists()
     for point in points:  # each point trained on the first 2 seeds only
@@ -420,13 +420,15 @@ def test_tuning_on_the_first_seeds_runs_only_the_chosen_point_on_all_of_them(tmp
     assert results["RF"]["val_acc"][:2] == pytest.approx(tuned_fit["val_acc"], abs=1e-9)
     assert "tuned on the validation set of its first 2 seeds" in (out / "table.md").read_text()
     with pytest.raises(SystemExit):
-        compare([*args, "--tune-seeds", "4"], build_cli)  # more than --seeds
+        compare_command([*args, "--tune-seeds", "4"], build_cli)  # more than --seeds
 
 
 def test_tuning_needs_a_validation_set(tmp_path):
     config = write_config(tmp_path)  # TINY: val_size 0
     with pytest.raises(ValueError, match="Tuning 'NTK' needs a validation set: set data.init_args.val_size > 0"):
-        compare(["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "NTK"], build_cli)
+        compare_command(
+            ["--config", str(config), "--seeds", "2", "--out", str(tmp_path / "o"), "--only", "NTK"], build_cli
+        )
 
 
 def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
@@ -446,7 +448,7 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     monkeypatch.setattr(trials_module, "measure_run", diverging)
     out = tmp_path / "o"
     one_per_fit = ["--grid-members", "2"]
-    compare(
+    compare_command(
         ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out), *one_per_fit], build_cli
     )
     rows = list(csv.DictReader(open(out / "tuning.csv")))
@@ -458,7 +460,7 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
     with pytest.raises(ValueError, match="Every grid point of 'RF' diverged"):
-        compare(
+        compare_command(
             ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out), *one_per_fit],
             build_cli,
         )
@@ -494,7 +496,7 @@ def test_merge_configs_lets_a_class_spec_replace_a_plain_mapping_as_lightning_cl
 def test_a_network_of_any_kind_gets_its_ntk_column_from_the_lazy_methods_file(tmp_path):
     """FC(m) on MNIST 0/1 (model/fc) against its own linearisation (compare/lazy), through the shipped names."""
     args = ["--config", "shi_real_mnist01", "--config", "model/fc", "--config", "debug/smoke"]
-    results = compare([*args, "--methods", "compare/lazy", "--seeds", "2", "--out", str(tmp_path)], build_cli)
+    results = compare_command([*args, "--methods", "compare/lazy", "--seeds", "2", "--out", str(tmp_path)], build_cli)
     assert list(results) == ["Network", "NTK"]
     assert all(len(results[m]["test_acc"]) == 2 for m in results)
     assert results["NTK"]["cos_similarity"] is None  # no learned neurons to align
@@ -513,7 +515,7 @@ def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equ
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
     args += ["--grid-members", "2"]
-    results = compare(args, build_cli)
+    results = compare_command(args, build_cli)
     log = capsys.readouterr().out
     chosen = next(r for r in csv.DictReader(open(out / "tuning.csv")) if r["chosen"] == "1")
     value = chosen["values"].split(": ")[1].rstrip("}")
@@ -535,7 +537,7 @@ def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equ
         events.Reload()
         assert "heldout/test_acc" in events.Tags()["scalars"]
     capsys.readouterr()
-    assert compare(args, build_cli) == results  # a re-run reuses every result
+    assert compare_command(args, build_cli) == results  # a re-run reuses every result
     assert "featlearn fit" not in capsys.readouterr().out
 
 
@@ -567,9 +569,9 @@ def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2"]
-    compare([*args, "--out", str(tmp_path / "full")], build_cli)
+    compare_command([*args, "--out", str(tmp_path / "full")], build_cli)
     halved = tmp_path / "halved"
-    results = compare([*args, "--out", str(halved), "--halving", "2"], build_cli)
+    results = compare_command([*args, "--out", str(halved), "--halving", "2"], build_cli)
     rows = {r["values"]: r for r in csv.DictReader(open(halved / "tuning_halving_2.csv"))}
     full = {r["values"]: r for r in csv.DictReader(open(tmp_path / "full" / "tuning.csv"))}
     key = next(iter(grid))
@@ -593,3 +595,23 @@ def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path
     assert results["RF"]["val_acc"] == chosen_full["metrics"]["val_acc"]
     assert f"by successive halving (eta = 2): {key} = {finalist!r}" in (halved / "table.md").read_text()
     assert not (tmp_path / "checkpoints").exists()  # logger-less tuning fits checkpoint in folders of their own
+
+
+def test_compare_called_from_python_takes_mappings_and_returns_a_comparison(tmp_path):
+    """The study as a function: an experiment given as a mapping, typed options, a Comparison back."""
+    comparison = compare(
+        [TINY, {"trainer": {"max_steps": 3}}],  # later mappings override, as --config files do
+        tmp_path / "o",
+        build=build_cli,
+        only=["Network", "RF"],
+        options=compare_module.CompareOptions(seeds=2),
+        tune=False,
+    )
+    assert list(comparison) == ["Network", "RF"] and comparison.out == tmp_path / "o"
+    assert len(comparison["Network"]["test_acc"]) == 2 and comparison["RF"]["steps"] == 3
+    mean, std, seeds = comparison.summary("RF", "test_acc")
+    row = next(r for r in read_csv(tmp_path / "o" / "table.csv") if r[:2] == ["RF", "test_acc"])
+    assert seeds == 2 and float(row[2]) == pytest.approx(mean, abs=1e-4)
+    assert set(comparison.seconds) == {"Network", "RF"} and comparison.tuned == {} and comparison.skipped == {}
+    with pytest.raises(ValueError, match=r"tune_seeds must be between 1 and seeds \(2\), got 3"):
+        compare([TINY], tmp_path / "p", build=build_cli, options=compare_module.CompareOptions(seeds=2, tune_seeds=3))

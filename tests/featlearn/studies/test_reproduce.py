@@ -168,20 +168,24 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
 
 
 def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
+    """--data-root reaches the item's compare as an overlay mapping after its configs: no file is written."""
     import featlearn.studies.report_items as module
 
     seen = {}
-    monkeypatch.setattr(module, "compare", lambda argv, build: seen.update(argv=argv) or {})
+    fake = lambda configs, out, **kwargs: seen.update(configs=configs) or module.Comparison(out, {})  # noqa: E731
+    monkeypatch.setattr(module, "compare", fake)
     plan = load_plan("shi2022")
     item = next(i for i in plan.items if i.id == "E.5 Tiny ImageNet")
-    args = argparse.Namespace(scale="full", data_root=str(tmp_path / "data"), grid_members=None, launcher_argv=[],
-                              overwrite=False)  # fmt: skip
+    args = argparse.Namespace(scale="full", data_root=str(tmp_path / "data"), grid_members=None, overwrite=False,
+                              launcher="local", slurm_partition=None, slurm_account=None, slurm_time=60,
+                              slurm_gpus=0, slurm_cpus=2, slurm_mem_gb=16, array_parallelism=64)  # fmt: skip
     run_item(item, plan, args, tmp_path / "out", build=None)
-    overlay = yaml.safe_load((tmp_path / "out" / "items" / item.slug / "scale_full.yaml").read_text())
+    *names, overlay = seen["configs"]
+    assert names == list(item.configs)
     root = (tmp_path / "data").resolve()
     assert overlay["data"]["init_args"]["root"] == str(root)
     assert overlay["data"]["init_args"]["injected_root"] == str(root / "tiny-imagenet-200" / "train")
-    assert "--config" in seen["argv"]  # the item ran its compare with the overlay
+    assert not list((tmp_path / "out" / "items" / item.slug).glob("*.yaml"))
 
 
 def test_phase_lengths_that_follow_the_rates_fit_to_exponents_1_and_minus_1():
