@@ -25,8 +25,8 @@ import json
 import warnings
 from pathlib import Path
 
-from featlearn.cli.lightning import build_cli
 from featlearn.config_files import resolve_config
+from featlearn.runner.lightning import build_cli
 from featlearn.studies.compare import load_methods, method_config, options_of, parse_args, tune_methods
 from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
 

@@ -34,7 +34,7 @@ from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
 from featlearn.studies.compare import DEFAULT_METHODS, compare_command, load_methods
-from featlearn.studies.samples import samples
+from featlearn.studies.samples import samples_command
 
 from .conftest import CONFIGS, grouped
 from .featlearn.cli.test_lightning import OVERLAYS, overlay_base
@@ -298,8 +298,10 @@ def test_samples_study_runs_on_the_gpu(tmp_path, evaluations):
     study["base"]["trainer"]["accelerator"] = "gpu"
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(study, sort_keys=False))
-    summary = samples(["--config", "glasgow_xor", "--study", str(path), "--out", str(tmp_path / "out")], build_cli)
-    assert {row["status"] for row in summary["rows"]} <= {"found", "at_min"}
+    summary = samples_command(
+        ["--config", "glasgow_xor", "--study", str(path), "--out", str(tmp_path / "out")], build_cli
+    )
+    assert {row["status"] for row in summary.rows} <= {"found", "at_min"}
     assert evaluations and set(evaluations) == {("cuda", "cuda")}
 
 

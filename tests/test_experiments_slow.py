@@ -206,14 +206,14 @@ def test_glasgow_scaling_law_cpu_study(tmp_path):
     the NTK's 2.42 [2.34, 2.51]. The network's curve is d polylog d (its local slope
     over d = 8..128 is above 1 from the log factors); the NTK's is at least d^2.
     """
-    from featlearn.studies.samples import samples
+    from featlearn.studies.samples import samples_command
 
-    summary = samples(["--config", "glasgow_xor", "--out", str(tmp_path / "study")], build_cli)
-    assert all(row["status"] == "found" for row in summary["rows"])
-    network, ntk = summary["fits"]["Network"], summary["fits"]["NTK"]
+    summary = samples_command(["--config", "glasgow_xor", "--out", str(tmp_path / "study")], build_cli)
+    assert all(row["status"] == "found" for row in summary.rows)
+    network, ntk = summary.fits["Network"], summary.fits["NTK"]
     assert network["ci_high"] < ntk["ci_low"]  # the kernel's exponent is clearly larger
     assert 1.0 < network["alpha"] < 1.8
     assert ntk["alpha"] > 2.0
-    by_d = {(r["method"], r["d"]): r["n_star"] for r in summary["rows"]}
+    by_d = {(r["method"], r["d"]): r["n_star"] for r in summary.rows}
     assert all(by_d[("NTK", d)] > by_d[("Network", d)] for d in (16, 32, 64, 128))
     assert (tmp_path / "study" / "samples.png").is_file()

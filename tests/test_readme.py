@@ -35,6 +35,21 @@ def test_python_api_example_runs(tmp_path, monkeypatch):
 
 def test_the_docs_show_the_readme_python_example_unchanged():
     assert python_blocks()[0] in python_blocks(DOCS / "getting-started.md")
+    assert python_blocks()[1] in python_blocks(DOCS / "studies.md")  # the study called from Python
+
+
+@pytest.mark.slow
+def test_the_readme_study_example_runs_and_its_table_is_the_files(tmp_path, monkeypatch):
+    """The README's compare from Python (about a minute on 2 cores): a Comparison that is the table it wrote."""
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(python_blocks()[1], namespace)  # noqa: S102
+    table = namespace["table"]
+    assert list(table) == ["Network", "RF"] and len(table["RF"]["train_acc"]) == 2
+    mean, _, seeds = table.summary("Network", "test_acc")
+    rows = (tmp_path / "runs" / "parity_short" / "table.csv").read_text().splitlines()
+    written = next(row.split(",") for row in rows if row.startswith("Network,test_acc,"))
+    assert seeds == 2 and float(written[2]) == pytest.approx(mean, abs=1e-4)
 
 
 def data_model_example():

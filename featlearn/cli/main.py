@@ -1,6 +1,6 @@
 """The ``featlearn`` console script: dispatches each subcommand to its module.
 
-* ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.cli.lightning`);
+* ``featlearn fit|validate|test|predict ...``: the LightningCLI (:mod:`featlearn.runner.lightning`);
 * ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.studies.compare`);
 * ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.studies.samples`);
 * ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies.teacher_check`);
@@ -18,8 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from featlearn.cli.errors import report_errors
 from featlearn.cli.host_memory import keep_freed_memory
+from featlearn.runner.errors import report_errors
 
 
 def configs_command(argv: list[str]) -> None:
@@ -90,12 +90,13 @@ def use_working_folder() -> None:
         sys.path.insert(0, here)
 
 
-#: The study commands: name -> (module, function(argv, build)). They are handed the CLI's build.
+#: The study commands: name -> (module, function(argv, build)), each an argparse layer over the study's
+#: Python function. They are handed the builder with the command's name (an interrupted trial names it).
 STUDIES = {
     "compare": ("featlearn.studies.compare", "compare_command"),
-    "samples": ("featlearn.studies.samples", "samples"),
-    "teacher-check": ("featlearn.studies.teacher_check", "teacher_check"),
-    "reproduce": ("featlearn.studies.reproduce", "reproduce"),
+    "samples": ("featlearn.studies.samples", "samples_command"),
+    "teacher-check": ("featlearn.studies.teacher_check", "teacher_check_command"),
+    "reproduce": ("featlearn.studies.reproduce", "reproduce_command"),
 }
 
 
@@ -103,7 +104,7 @@ def main(args: list[str] | None = None) -> None:
     """Entry point of the ``featlearn`` console script and ``python -m featlearn``.
 
     A user's error (a bad setting, a missing file) prints one message, prefixed with the
-    command, and exits with status 2 (:mod:`featlearn.cli.errors`; ``FEATLEARN_TRACEBACK=1``
+    command, and exits with status 2 (:mod:`featlearn.runner.errors`; ``FEATLEARN_TRACEBACK=1``
     shows the traceback). Started as the command (``args`` None) with ``FEATLEARN_MALLOC=keep``,
     it first tunes the host allocator to reuse freed tensor memory (:mod:`featlearn.cli.host_memory`).
     """
@@ -121,7 +122,7 @@ def dispatch(args: list[str] | None) -> None:
     argv = sys.argv[1:] if args is None else list(args)
     command = argv[0] if argv else None
     if command in STUDIES:
-        from featlearn.cli.lightning import build_cli
+        from featlearn.runner.lightning import build_cli
 
         module, function = STUDIES[command]
         build = functools.partial(build_cli, study=command)  # an interrupted run names the study's command
@@ -129,7 +130,7 @@ def dispatch(args: list[str] | None) -> None:
     elif command == "configs":
         configs_command(argv[1:])
     else:
-        from featlearn.cli.lightning import build_cli
+        from featlearn.runner.lightning import build_cli
 
         if command in (None, "-h", "--help"):
             print(

@@ -75,6 +75,7 @@ from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
+    default_build,
     load_yaml,
     merge_configs,
     run_trials,
@@ -214,9 +215,7 @@ class CompareOptions:
         if self.seed is not None and self.seed < 0:
             return f"{flag('seed')} must be >= 0, got {self.seed}."
         if self.tune_seeds is not None and not 1 <= self.tune_seeds <= self.seeds:
-            return (
-                f"{flag('tune_seeds')} must be between 1 and {flag('seeds')} ({self.seeds}), got {self.tune_seeds}."
-            )
+            return f"{flag('tune_seeds')} must be between 1 and {flag('seeds')} ({self.seeds}), got {self.tune_seeds}."
         if self.halving is not None and self.halving < 2:
             return f"{flag('halving')} must be an integer >= 2 (a rung keeps the best 1/ETA), got {self.halving}."
         if self.grid_members is not None and self.grid_members < 1:
@@ -894,7 +893,7 @@ def compare(
     configs: Sequence[str | Path | Mapping],
     out: str | Path,
     *,
-    build: BuildRun,
+    build: BuildRun | None = None,
     methods: str | Path = DEFAULT_METHODS,
     only: Sequence[str] | None = None,
     options: CompareOptions | None = None,
@@ -909,7 +908,7 @@ def compare(
             loaded), merged in order as ``--config`` files are.
         out: Folder of the tables, the runs and their TensorBoard curves; finished trials
             there are reused.
-        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+        build: Builds and runs one ``featlearn fit`` (default: :func:`featlearn.runner.build_cli`).
         methods: The methods file, a path or a shipped name.
         only: Run only these methods (names as in the file); asked for by name, a method
             that does not apply is an error rather than a skip.
@@ -926,6 +925,7 @@ def compare(
         ValueError: An option out of range (named), a bad methods file, or no method that applies.
     """
     options = options or CompareOptions()
+    build = build or default_build()
     problem = options.problem()
     if problem:
         raise ValueError(problem)
@@ -1026,7 +1026,7 @@ def compare_command(argv: list[str], build: BuildRun) -> Comparison:
 
     Args:
         argv: The command's arguments.
-        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.runner.build_cli`).
     """
     args = parse_args(argv)
     comparison = compare(

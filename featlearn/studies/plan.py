@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import resolve_config
-from featlearn.studies.trials import load_yaml
+from featlearn.studies.trials import Launcher, load_yaml
 
 #: The papers a plan ships for: name -> plan file (a shipped config name).
 PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023"}
@@ -51,6 +51,25 @@ TRIVIAL_ROW = "Trivial (majority class)"
 
 
 # ---------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class RunSettings:
+    """How a plan's items run: the scale, and what the report command passes to each study.
+
+    Args:
+        scale: ``smoke``, ``cpu`` or ``full`` (the plan's preset sizes).
+        overwrite: Discard results whose config changed (else: refuse).
+        grid_members: compare's ``grid_members`` (None: compare's default).
+        data_root: The folder of the real data sets a user placed (None: the configs' roots).
+        launcher: Where trials run (its folder is set per item).
+    """
+
+    scale: str = "cpu"
+    overwrite: bool = False
+    grid_members: int | None = None
+    data_root: str | Path | None = None
+    launcher: Launcher = field(default_factory=Launcher)
+
+
 @dataclass
 class Item:
     """One experiment of a paper's plan, run as a ``featlearn compare``."""
@@ -81,8 +100,10 @@ class Item:
     kind: str = "compare"
     #: A ``samples`` item's study file (a shipped name or a path).
     study: str | None = None
-    #: scale -> further arguments of the item's command (e.g. ``["--dims", "8,16"]``).
-    arguments: dict[str, list] = field(default_factory=dict)
+    #: scale -> keyword arguments of the item's study function (e.g. ``{"dims": [8, 16]}`` for
+    #: :func:`~featlearn.studies.samples.samples`, ``{"teacher_sizes": "chosen,50"}`` for
+    #: :func:`~featlearn.studies.teacher_check.teacher_check`).
+    options: dict[str, dict] = field(default_factory=dict)
     notes: str = ""
 
     @property

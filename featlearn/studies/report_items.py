@@ -16,7 +16,6 @@ is :mod:`featlearn.studies.reproduce`.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -24,10 +23,9 @@ import re
 import shutil
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
-
-import yaml
 
 from featlearn.studies.compare import (
     DEFAULT_METHODS,
@@ -38,17 +36,15 @@ from featlearn.studies.compare import (
     compare,
 )
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
-from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan
+from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan, RunSettings
 from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
-from featlearn.studies.trials import BuildRun, Launcher
+from featlearn.studies.trials import BuildRun
 
 
 class ItemKind(Protocol):
     """What the report asks of one kind of item."""
 
-    def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
-    ) -> dict:
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
         """Run the item (``configs``: its experiment, names and an overlay mapping) in ``folder``; its outcome."""
 
     def lines(self, outcome: dict) -> list[str]:
@@ -58,7 +54,7 @@ class ItemKind(Protocol):
         """The pictures the kind shows, written into ``figures`` (a run outcome)."""
 
 
-def compare_options(plan: Plan, args: argparse.Namespace) -> CompareOptions:
+def compare_options(plan: Plan, args: RunSettings) -> CompareOptions:
     """The :class:`~featlearn.studies.compare.CompareOptions` of a compare-based item at the report's scale."""
     scale = plan.scales[args.scale]
     return CompareOptions(
@@ -71,7 +67,7 @@ def compare_options(plan: Plan, args: argparse.Namespace) -> CompareOptions:
 
 
 def run_compare(
-    item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
+    item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun
 ) -> Comparison | tuple[str, str]:
     """The item's :func:`~featlearn.studies.compare.compare`, or ("not run", why).
 
@@ -86,7 +82,7 @@ def run_compare(
             methods=item.methods or plan.scales[args.scale].get("methods") or DEFAULT_METHODS,
             only=only,
             options=compare_options(plan, args),
-            launcher=Launcher.from_args(args, folder / "submitit"),
+            launcher=replace(args.launcher, folder=folder / "submitit"),
         )
     except FileNotFoundError as err:  # real data a user places: say where
         then = " Then rerun with --data-root ROOT." if item.needs_files else ""
@@ -95,27 +91,10 @@ def run_compare(
         return ("not run", str(err))
 
 
-def config_argv(configs: list, folder: Path, scale: str) -> list[str]:
-    """``--config`` arguments of ``configs`` for the commands that still read files.
-
-    An overlay (a mapping) is written to ``folder/scale_<scale>.yaml``.
-    """
-    argv = []
-    for config in configs:
-        if isinstance(config, dict):
-            overlay = folder / f"scale_{scale}.yaml"
-            overlay.write_text(yaml.safe_dump(config, sort_keys=False))
-            config = str(overlay)
-        argv += ["--config", str(config)]
-    return argv
-
-
 class ComparisonTable:
     """A ``featlearn compare`` of methods: the paper's table, test accuracy curves and the neurons' pictures."""
 
-    def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
-    ) -> dict:
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
         """Run the item's ``featlearn compare``: per-seed results, tuned constants, training time."""
         comparison = run_compare(item, plan, args, configs, folder, build)
         if isinstance(comparison, tuple):
@@ -157,9 +136,7 @@ class ComparisonTable:
 class Phases(ComparisonTable):
     """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
 
-    def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
-    ) -> dict:
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
         """Run the item's compare over its settings, then fit each phase's length against its rate."""
         outcome = super().run(item, plan, args, configs, folder, build)
         if outcome["status"] != "run":
@@ -180,21 +157,24 @@ class Phases(ComparisonTable):
 class SampleComplexity:
     """n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
 
-    def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
-    ) -> dict:
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
         """Run a ``samples`` item: n*(d) per method and the fitted exponents (:mod:`featlearn.studies.samples`)."""
-        argv = [*config_argv(configs, folder, args.scale), "--seeds", str(plan.scales[args.scale]["seeds"])]
-        argv += ["--study", str(item.study), "--out", str(folder)]
-        argv += [str(a) for a in item.arguments.get(args.scale, [])]
-        argv += args.launcher_argv + (["--overwrite"] if args.overwrite else [])
-        study = samples(argv, build)
+        options = {"study": item.study, **item.options.get(args.scale, {})}
+        study = samples(
+            configs,
+            folder,
+            seeds=plan.scales[args.scale]["seeds"],
+            overwrite=args.overwrite,
+            launcher=replace(args.launcher, folder=folder / "submitit"),
+            build=build,
+            **options,
+        )
         results, log_powers = {}, {}
-        for method, fit in study["fits"].items():
+        for method, fit in study.fits.items():
             results[method] = {"alpha": None if fit is None else [fit["alpha"]]}
             if fit is not None:  # a fitted rate is judged by its interval (featlearn.studies.judgement)
                 results[method]["alpha_interval"] = [fit["ci_low"], fit["ci_high"]]
-            log_powers[method] = power = fit_log_power(found_points(study["rows"], method))
+            log_powers[method] = power = fit_log_power(found_points(study.rows, method))
             if power is not None:
                 results[method]["log_power"] = [power["k"]]
                 results[method]["log_power_interval"] = [power["ci_low"], power["ci_high"]]
@@ -202,8 +182,8 @@ class SampleComplexity:
             "status": "run",
             "results": results,
             "log_powers": log_powers,
-            "fits": study["fits"],
-            "rows": study["rows"],
+            "fits": study.fits,
+            "rows": study.rows,
             "tuned": {},
             "training_seconds": trial_seconds(folder),
             "folder": folder,
@@ -219,9 +199,7 @@ class SampleComplexity:
 class TeacherCheck:
     """Students' U-curves under teachers of several sizes (Shi et al.'s Figure 26, :mod:`~.teacher_check`)."""
 
-    def run(
-        self, item: Item, plan: Plan, args: argparse.Namespace, configs: list, folder: Path, build: BuildRun
-    ) -> dict:
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
         """Run a ``teacher_check`` item (:func:`~featlearn.studies.teacher_check.check_teacher_sizes`).
 
         Each teacher's row holds log2 of its students' U-curve minimum; the row
@@ -230,12 +208,10 @@ class TeacherCheck:
         Teachers and students come from the teacher cache where trained before, so a killed
         check resumes; the seconds shown are those of the run that computed the numbers.
         """
-        from featlearn.studies.teacher_check import check_teacher_sizes
+        from featlearn.studies.teacher_check import teacher_check
 
-        argv = [*config_argv(configs, folder, args.scale), *(str(a) for a in item.arguments.get(args.scale, []))]
-        argv += ["--out", str(folder)]
         started = time.perf_counter()
-        rows = check_teacher_sizes(argv, build)
+        rows = teacher_check(configs, folder, build=build, **item.options.get(args.scale, {})).rows
         seconds = time.perf_counter() - started
         results = {}
         for row in rows:

@@ -60,6 +60,8 @@ import json
 import re
 import resource
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from featlearn.studies.compare import summarize
@@ -71,16 +73,17 @@ from featlearn.studies.plan import (
     TRIVIAL_ROW,
     Item,
     Plan,
+    RunSettings,
     judgement_rules,
     load_plan,
     paper_numbers,
 )
 from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.trials import BuildRun, Launcher
+from featlearn.studies.trials import BuildRun, Launcher, default_build
 
 
 # ---------------------------------------------------------------------- running the items
-def run_item(item: Item, plan: Plan, args: argparse.Namespace, out: Path, build: BuildRun) -> dict:
+def run_item(item: Item, plan: Plan, args: RunSettings, out: Path, build: BuildRun) -> dict:
     """Run one item by its kind (or say why not): ``{"status", "results", "why", ...}``."""
     if args.scale in item.skip:
         return {"status": "not run", "why": item.skip[args.scale]}
@@ -410,7 +413,7 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
     return [*lines, "", legend, *([""] + notes if notes else [])]
 
 
-def write_report(out: Path, plan: Plan, args, outcomes: dict, cells: list[dict], wall: dict) -> None:
+def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[dict], wall: dict) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
     fields = [
@@ -561,7 +564,7 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
         flagged = [c for c in judged if c["verdict"] in ("differs", "uninformative")]
         differing = [
-            f"the claim \"{c['method'][len(CLAIM_PREFIX) :]}\" ({c['category']})"
+            f'the claim "{c["method"][len(CLAIM_PREFIX) :]}" ({c["category"]})'
             if c.get("kind") == "claim"
             else f"{c['method']} {c['metric']} ({c['category']})"
             for c in flagged
@@ -654,19 +657,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--paper and --out are required (or --summary DIR).")
     if args.grid_members is not None and args.grid_members < 1:
         parser.error(f"--grid-members must be >= 1, got {args.grid_members}.")
-    # compare's own launcher options, passed through as given
-    args.launcher_argv = ["--launcher", args.launcher]
-    for flag, value in (
-        ("--slurm-partition", args.slurm_partition),
-        ("--slurm-account", args.slurm_account),
-        ("--slurm-time", args.slurm_time),
-        ("--slurm-gpus", args.slurm_gpus),
-        ("--slurm-cpus", args.slurm_cpus),
-        ("--slurm-mem-gb", args.slurm_mem_gb),
-        ("--array-parallelism", args.array_parallelism),
-    ):
-        if value is not None:
-            args.launcher_argv += [flag, str(value)]
     return args
 
 
@@ -690,37 +680,89 @@ def check_plan_record(out: Path, plan: Plan, scale: str, overwrite: bool) -> Non
     record.write_text(json.dumps(wanted, indent=1))
 
 
-def reproduce(argv: list[str], build: BuildRun) -> dict:
-    """Run ``featlearn reproduce`` with arguments ``argv``; returns the summary and the cells.
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` judged: one verdict per cell of the paper's tables and per claim.
 
     Args:
-        argv: The command's arguments (see :func:`parse_args`).
-        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+        out: The report's folder (``report.md``, ``report.html``, ``results.csv``, ``results.json``, figures).
+        counts: Verdict -> how many cells have it (``reproduced``, ``differs``, ``uninformative``, ``not run``).
+        cells: One per judged number or claim: ``item``, ``method``, ``metric``, ``featlearn`` and
+            ``paper`` values, ``verdict``, ``category`` and ``reason`` where it differs, per-seed values.
+        wall_seconds: This invocation's wall time.
+        training_seconds: The sum of every trial's training time behind the report.
+    """
+
+    out: Path
+    counts: dict[str, int]
+    cells: list[dict]
+    wall_seconds: float
+    training_seconds: float
+
+    def verdicts(self, item: str | None = None, verdict: str | None = None) -> list[dict]:
+        """The cells of one item (its id) and/or with one verdict; every cell without arguments."""
+        return [
+            cell
+            for cell in self.cells
+            if (item is None or cell["item"] == item) and (verdict is None or cell["verdict"] == verdict)
+        ]
+
+
+def reproduce(
+    paper: str,
+    out: str | Path,
+    *,
+    scale: str = "cpu",
+    only: Sequence[str] | None = None,
+    overwrite: bool = False,
+    grid_members: int | None = None,
+    data_root: str | Path | None = None,
+    launcher: Launcher | None = None,
+    build: BuildRun | None = None,
+    flag: Callable[[str], str] = str,
+) -> Reproduction:
+    """Run a paper's reproduction plan at a scale and write its report: a verdict per number and claim.
+
+    Args:
+        paper: ``shi2022`` or ``glasgow2023`` (a shipped plan, ``configs/reproduce/<paper>.yaml``).
+        out: The report's folder; the trials finished there before are reused.
+        scale: ``smoke`` (minutes), ``cpu`` (the paper's protocol on 2 cores) or ``full``.
+        only: Run only these items (ids as in the plan).
+        overwrite: Discard results of another plan, scale or config in ``out`` (else: refuse).
+        grid_members: compare's ``grid_members`` (None: compare's default).
+        data_root: The folder of the real data sets you placed (CIFAR-10, SVHN, ...).
+        launcher: Where trials run (default: one after another in this process).
+        build: Builds and runs one ``featlearn fit`` (default: :func:`featlearn.runner.build_cli`).
+        flag: How an error names an option (the command line passes its ``--flags``).
+
+    Raises:
+        ValueError: An unknown paper or item, or ``out`` holding another report (unless ``overwrite``).
     """
     import platform
 
     import torch
 
-    args = parse_args(argv)
-    if args.summary is not None:
-        text = summary_table(Path(args.summary))
-        print(text, end="")
-        return {"summary": text}
-    plan = load_plan(args.paper)
-    if args.only:
-        missing = sorted(set(args.only) - {item.id for item in plan.items})
+    build = build or default_build()
+    if grid_members is not None and grid_members < 1:
+        raise ValueError(f"{flag('grid_members')} must be >= 1, got {grid_members}.")
+    settings = RunSettings(scale, overwrite, grid_members, data_root, launcher or Launcher())
+    plan = load_plan(paper)
+    if scale not in plan.scales:
+        raise ValueError(f"{flag('scale')} must be one of {sorted(plan.scales)}, got {scale!r}.")
+    if only:
+        missing = sorted(set(only) - {item.id for item in plan.items})
         if missing:
             ids = [i.id for i in plan.items]
-            raise ValueError(f"--only names {missing}, which are not items of {args.paper}: {ids}.")
-        plan.items = [item for item in plan.items if item.id in args.only]
-    out = Path(args.out)
-    check_plan_record(out, plan, args.scale, args.overwrite)
-    numbers, rules = paper_numbers(args.paper), judgement_rules(args.paper)
+            raise ValueError(f"{flag('only')} names {missing}, which are not items of {paper}: {ids}.")
+        plan.items = [item for item in plan.items if item.id in only]
+    out = Path(out)
+    check_plan_record(out, plan, scale, overwrite)
+    numbers, rules = paper_numbers(paper), judgement_rules(paper)
     start = time.perf_counter()
     outcomes = {}
     for item in plan.items:
         print(f"[reproduce] {item.id}: {item.title}", flush=True)
-        outcomes[item.id] = run_item(item, plan, args, out, build)
+        outcomes[item.id] = run_item(item, plan, settings, out, build)
         if outcomes[item.id]["status"] != "run":
             print(f"[reproduce] {item.id}: not run: {outcomes[item.id]['why']}", flush=True)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
@@ -738,11 +780,35 @@ def reproduce(argv: list[str], build: BuildRun) -> dict:
         earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     cells = collect_cells(plan, outcomes, numbers, rules) + collect_claims(plan, outcomes, rules)
-    write_report(out, plan, args, outcomes, cells, wall)
+    write_report(out, plan, settings, outcomes, cells, wall)
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
     print(
         f"[reproduce] {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
         f"uninformative, {counts['not run']} not run; report: {out / 'report.md'} and {out / 'report.html'}",
         flush=True,
     )
-    return {"counts": counts, "cells": cells, **wall}
+    return Reproduction(out, counts, cells, wall["wall_seconds"], wall["training_seconds"])
+
+
+def reproduce_command(argv: list[str], build: BuildRun) -> Reproduction | str:
+    """``featlearn reproduce`` with arguments ``argv`` (see :func:`parse_args`): :func:`reproduce`, or a summary.
+
+    ``--summary DIR`` prints the verdict counts of the report in DIR (and returns that text).
+    """
+    args = parse_args(argv)
+    if args.summary is not None:
+        text = summary_table(Path(args.summary))
+        print(text, end="")
+        return text
+    return reproduce(
+        args.paper,
+        args.out,
+        scale=args.scale,
+        only=args.only,
+        overwrite=args.overwrite,
+        grid_members=args.grid_members,
+        data_root=args.data_root,
+        launcher=Launcher.from_args(args, Path(args.out) / "submitit"),
+        build=build,
+        flag=lambda name: "--" + name.replace("_", "-"),
+    )

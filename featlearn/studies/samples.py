@@ -62,7 +62,8 @@ import math
 import operator
 import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from featlearn.config_files import resolve_config
@@ -70,6 +71,7 @@ from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
+    default_build,
     load_yaml,
     merge_configs,
     run_trials,
@@ -415,8 +417,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def settings_of(args: argparse.Namespace, study: Study) -> Settings:
-    """Merge the command line over the study file's defaults and check every value.
+def settings_of(given: dict, study: Study, flag: Callable[[str], str] = str) -> Settings:
+    """Merge the given options (None: not given) over the study file's defaults and check every value.
+
+    Args:
+        given: Option name (:data:`OPTION_KEYS`, ``seed``) -> value or None.
+        study: The study file, whose options are the defaults.
+        flag: How a message names an option (``--n-max`` on the command line, ``n_max`` in Python).
 
     Raises:
         ValueError: A setting out of range, naming it and what it must be.
@@ -424,21 +431,21 @@ def settings_of(args: argparse.Namespace, study: Study) -> Settings:
     options = dict(study.options)
 
     def pick(name: str, default):
-        given = getattr(args, name)
-        return given if given is not None else options.get(name, default)
+        value = given.get(name)
+        return value if value is not None else options.get(name, default)
 
     dims = pick("dims", None)
     if dims is None:
-        raise ValueError("--dims is required (e.g. --dims 16,32,64), or give dims: [...] in the study file.")
+        raise ValueError(f"{flag('dims')} is required (e.g. 16,32,64), or give dims: [...] in the study file.")
     if isinstance(dims, str):
         try:
             dims = [int(x) for x in dims.split(",") if x.strip()]
         except ValueError:
-            raise ValueError(f"--dims must be comma-separated integers, got {dims!r}.") from None
+            raise ValueError(f"{flag('dims')} must be comma-separated integers, got {dims!r}.") from None
     if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
-        raise ValueError(f"--dims must be positive integers, got {dims!r}.")
+        raise ValueError(f"{flag('dims')} must be positive integers, got {dims!r}.")
     if len(set(dims)) != len(dims):
-        raise ValueError(f"--dims lists a dimension twice: {dims!r}.")
+        raise ValueError(f"{flag('dims')} lists a dimension twice: {dims!r}.")
     settings = Settings(
         dims=sorted(dims),
         seeds=pick("seeds", 8),
@@ -450,24 +457,26 @@ def settings_of(args: argparse.Namespace, study: Study) -> Settings:
         n_max=pick("n_max", 2**24),
     )
     if not isinstance(settings.seeds, int) or settings.seeds < 2:
-        raise ValueError(f"--seeds must be an integer >= 2 (a success rate needs several seeds), got {settings.seeds}.")
+        raise ValueError(
+            f"{flag('seeds')} must be an integer >= 2 (a success rate needs several seeds), got {settings.seeds}."
+        )
     if not 0 < settings.target_error < 0.5:
         raise ValueError(
-            f"--target-error must lie in (0, 0.5) (0.5 is chance on a balanced binary task), "
+            f"{flag('target_error')} must lie in (0, 0.5) (0.5 is chance on a balanced binary task), "
             f"got {settings.target_error}."
         )
     if not 0 < settings.pass_fraction <= 1:
-        raise ValueError(f"--pass-fraction must lie in (0, 1], got {settings.pass_fraction}.")
+        raise ValueError(f"{flag('pass_fraction')} must lie in (0, 1], got {settings.pass_fraction}.")
     if not settings.resolution > 1:
-        raise ValueError(f"--resolution must be > 1 (the final n_pass / n_fail), got {settings.resolution}.")
+        raise ValueError(f"{flag('resolution')} must be > 1 (the final n_pass / n_fail), got {settings.resolution}.")
     if settings.budget not in BUDGETS:
-        raise ValueError(f"--budget must be one of {BUDGETS}, got {settings.budget!r}.")
+        raise ValueError(f"{flag('budget')} must be one of {BUDGETS}, got {settings.budget!r}.")
     if not settings.epochs > 0:
-        raise ValueError(f"--epochs must be > 0, got {settings.epochs}.")
+        raise ValueError(f"{flag('epochs')} must be > 0, got {settings.epochs}.")
     if not isinstance(settings.n_max, int) or settings.n_max < 1:
-        raise ValueError(f"--n-max must be a positive integer, got {settings.n_max}.")
-    if args.seed is not None and args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}.")
+        raise ValueError(f"{flag('n_max')} must be a positive integer, got {settings.n_max}.")
+    if given.get("seed") is not None and given["seed"] < 0:
+        raise ValueError(f"{flag('seed')} must be >= 0, got {given['seed']}.")
     return settings
 
 
@@ -622,29 +631,107 @@ def _plot(out: Path, rows: list[dict], fits: dict, settings: Settings, step: int
 
 
 # ---------------------------------------------------------------------- command
-def samples(argv: list[str], build: BuildRun) -> dict:
-    """Run ``featlearn samples`` with arguments ``argv``; returns ``{"rows", "fits", "seconds"}``.
+@dataclass
+class SampleComplexityResult:
+    """What :func:`samples` measured: n*(d) per method, and the exponents fitted to it.
 
     Args:
-        argv: The command's arguments (see :func:`parse_args`).
-        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.cli.build_cli`).
+        out: The folder of ``samples.csv``, ``samples.md``, ``samples.png`` and every trial.
+        rows: One per (method, d): ``method``, ``d``, ``batch_size``, ``budget``, ``n_star``
+            (the smallest passing n, "" if none), the bracket ``n_fail``/``n_pass``,
+            ``seeds_passing``, ``seeds``, ``status``.
+        fits: Method -> n* ~ d^alpha (:func:`fit_exponent`: ``alpha``, ``ci_low``, ``ci_high``...),
+            None with fewer than two bracketed dimensions.
+        seconds: Wall time of the study.
     """
-    args = parse_args(argv)
-    study = load_study(resolve_config(args.study))
-    settings = settings_of(args, study)
-    methods = study.methods
-    if args.only:
-        names = [m.name for m in methods]
-        missing = [n for n in args.only if n not in names]
-        if missing:
-            raise ValueError(f"--only names {missing} are not in the study {args.study!r}; its methods are {names}.")
-        methods = [m for m in methods if m.name in args.only]
-    experiment: dict = {}
-    for path in args.config:
-        experiment = merge_configs(experiment, load_yaml(resolve_config(path), "--config"))
-    out = Path(args.out)
-    launcher = Launcher.from_args(args, out / "submitit")
 
+    out: Path
+    rows: list[dict]
+    fits: dict[str, dict | None]
+    seconds: float
+
+    def n_star(self, method: str, d: int) -> int | None:
+        """n*(d) of ``method``: the smallest budget found to pass; None where none passed."""
+        row = next((r for r in self.rows if r["method"] == method and r["d"] == d), None)
+        return None if row is None or row["n_star"] == "" else int(row["n_star"])
+
+
+def samples(
+    configs: Sequence[str | Path | Mapping],
+    out: str | Path,
+    *,
+    study: str | Path = DEFAULT_STUDY,
+    dims: Sequence[int] | str | None = None,
+    seeds: int | None = None,
+    target_error: float | None = None,
+    pass_fraction: float | None = None,
+    resolution: float | None = None,
+    budget: str | None = None,
+    epochs: float | None = None,
+    n_max: int | None = None,
+    only: Sequence[str] | None = None,
+    seed: int | None = None,
+    overwrite: bool = False,
+    launcher: Launcher | None = None,
+    build: BuildRun | None = None,
+    log: Callable[[str], None] | None = None,
+    flag: Callable[[str], str] = str,
+) -> SampleComplexityResult:
+    """The sample complexity n*(d) of each method of a study, and the exponent alpha of n* ~ d^alpha.
+
+    Args:
+        configs: The experiment: shipped config names, paths or mappings, merged in order.
+        out: Folder of the outputs and trials; finished trials there are reused.
+        study: The study file (its methods, scaling and option defaults), a path or a shipped name.
+        dims: The dimensions d (None: the study file's).
+        seeds: Seeds per trial, at least 2 (None: the study's, else 8).
+        target_error: The test error a seed must reach, in (0, 0.5) (None: the study's, else 0.05).
+        pass_fraction: The fraction of seeds that must reach it (None: the study's, else 0.5).
+        resolution: The search stops when n_pass / n_fail <= this (None: the study's, else 1.25).
+        budget: ``online`` (n = steps x m) or ``finite`` (None: the study's, else online).
+        epochs: Passes over a finite training set (None: the study's, else 20).
+        n_max: The largest n tried (None: the study's, else 2^24).
+        only: Run only these methods of the study.
+        seed: The first seed (None: the experiment's ``seed_everything``).
+        overwrite: Discard results in ``out`` whose config changed (else: refuse).
+        launcher: Where trials run (default: one after another in this process).
+        build: Builds and runs one ``featlearn fit`` (default: :func:`featlearn.runner.build_cli`).
+        log: Where progress lines go (default: printed, prefixed ``[samples]``).
+        flag: How an error names an option (the command line passes its ``--flags``).
+
+    Raises:
+        ValueError: An option out of range (named), a bad study file, or an unknown method.
+    """
+    build = build or default_build()
+    log = log or (lambda line: print(f"[samples] {line}", flush=True))
+    study_name = study
+    study = load_study(resolve_config(study_name))
+    given = {"dims": dims, "seeds": seeds, "target_error": target_error, "pass_fraction": pass_fraction,
+             "resolution": resolution, "budget": budget, "epochs": epochs, "n_max": n_max, "seed": seed}  # fmt: skip
+    if isinstance(given["dims"], Sequence) and not isinstance(given["dims"], str):
+        given["dims"] = list(given["dims"])
+    settings = settings_of(given, study, flag)
+    methods = study.methods
+    if only:
+        names = [m.name for m in methods]
+        missing = [n for n in only if n not in names]
+        if missing:
+            raise ValueError(
+                f"{flag('only')} names {missing} are not in the study {str(study_name)!r}; its methods are {names}."
+            )
+        methods = [m for m in methods if m.name in only]
+    experiment: dict = {}
+    names = []
+    for config in configs:
+        if isinstance(config, Mapping):
+            experiment, _ = merge_configs(experiment, dict(config)), names.append("overrides")
+        else:
+            experiment = merge_configs(experiment, load_yaml(resolve_config(config), "--config"))
+            names.append(str(config))
+    out = Path(out)
+    launcher = launcher or Launcher()
+    if launcher.folder is None:
+        launcher = replace(launcher, folder=out / "submitit")
     # Every (method, d) is checked before any trial runs: a bad expression or budget stops here.
     searches: dict[tuple[str, int], tuple[dict, SampleSearch]] = {}
     for method in methods:
@@ -667,7 +754,7 @@ def samples(argv: list[str], build: BuildRun) -> dict:
     slugs = {m.name: m.slug for m in methods}
     trial_rows: list[dict] = []
     start = time.perf_counter()
-    title = " + ".join(args.config)
+    title = " + ".join(names)
     rows: list[dict] = []
     fits: dict = {}
     while True:
@@ -678,7 +765,7 @@ def samples(argv: list[str], build: BuildRun) -> dict:
                 continue
             n = k * search.unit
             folder = out / "trials" / slugs[key[0]] / f"d{key[1]}" / f"n{n}"
-            config = trial_config(scaled, settings, n, args.seed, folder)
+            config = trial_config(scaled, settings, n, seed, folder)
             round_trials.append((key, k, Trial(f"{key[0]} d={key[1]} n={n}", folder, config)))
         if not round_trials:
             break
@@ -686,9 +773,9 @@ def samples(argv: list[str], build: BuildRun) -> dict:
             [t for _, _, t in round_trials],
             build,
             launcher,
-            overwrite=args.overwrite,
+            overwrite=overwrite,
             changed="the experiment, study file or an option such as --seeds, --budget or --seed changed",
-            log=lambda line: print(f"[samples] {line}", flush=True),
+            log=log,
             divergence_ok=True,  # a budget whose training diverged did not learn: it fails, the search goes on
         )
         for key, k, trial in round_trials:
@@ -717,14 +804,43 @@ def samples(argv: list[str], build: BuildRun) -> dict:
             else:
                 target = f"test error <= {settings.target_error:g}"
                 outcome = f"{good}/{settings.seeds} seeds at {target} -> {'pass' if ok else 'fail'}"
-            print(f"[samples] {trial.label}: {outcome}", flush=True)
+            log(f"{trial.label}: {outcome}")
         rows = _rows(searches, trial_rows, settings)  # the outputs after every round: a long study shows progress
         fits = write_outputs(out, rows, trial_rows, settings, title)
-    seconds = time.perf_counter() - start
-    print((out / "samples.md").read_text(), flush=True)
-    print(f"[samples] study done in {seconds:.1f} s; {out / 'samples.png'}", flush=True)
-    print(f"[samples] tensorboard --logdir {out}   (the plot and every trial's curves)", flush=True)
-    return {"rows": rows, "fits": fits, "seconds": seconds}
+    return SampleComplexityResult(out, rows, fits, time.perf_counter() - start)
+
+
+def samples_command(argv: list[str], build: BuildRun) -> SampleComplexityResult:
+    """``featlearn samples`` with arguments ``argv`` (see :func:`parse_args`): :func:`samples`, then its table.
+
+    Args:
+        argv: The command's arguments.
+        build: Builds and runs one ``featlearn fit`` (:func:`featlearn.runner.build_cli`).
+    """
+    args = parse_args(argv)
+    study = samples(
+        args.config,
+        args.out,
+        study=args.study,
+        dims=args.dims,
+        seeds=args.seeds,
+        target_error=args.target_error,
+        pass_fraction=args.pass_fraction,
+        resolution=args.resolution,
+        budget=args.budget,
+        epochs=args.epochs,
+        n_max=args.n_max,
+        only=args.only,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        launcher=Launcher.from_args(args, Path(args.out) / "submitit"),
+        build=build,
+        flag=lambda name: "--" + name.replace("_", "-"),
+    )
+    print((study.out / "samples.md").read_text(), flush=True)
+    print(f"[samples] study done in {study.seconds:.1f} s; {study.out / 'samples.png'}", flush=True)
+    print(f"[samples] tensorboard --logdir {study.out}   (the plot and every trial's curves)", flush=True)
+    return study
 
 
 def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[dict]:
@@ -751,5 +867,3 @@ def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[di
             }
         )
     return rows
-
-

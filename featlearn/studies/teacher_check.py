@@ -5,49 +5,75 @@ from __future__ import annotations
 import csv
 import math
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from featlearn.config_files import resolve_config
 from featlearn.contracts import Relabelable
+from featlearn.studies.trials import BuildRun, default_build, load_yaml, merge_configs
 from featlearn.teacher import first_local_minimum
 
 
-def check_teacher_sizes(argv: list[str], build) -> list[dict]:
-    """``featlearn teacher-check``: Shi et al.'s check of Algorithm 1 (E.5.4, Figure 26).
+@dataclass
+class TeacherSizeCheck:
+    """What :func:`teacher_check` measured: each teacher size and where its students' U-curve has its minimum.
 
-    For each teacher size T in ``--teacher-sizes`` (default 9, 50, 500; ``chosen`` names
-    the size Algorithm 1 chooses on the config's data, as Figure 26(b)'s FC(9) is on MNIST), the teacher FC(T)
+    Args:
+        out: The folder of ``teacher_check.csv``, ``teacher_check.md`` and ``teacher_check.png``.
+        rows: One per teacher size: ``teacher_size``, ``chosen`` (Algorithm 1's size, listed first),
+            ``student_minimum``, ``curve`` (the students' rows), ``at_grid_end``.
+    """
+
+    out: Path
+    rows: list[dict]
+
+    def student_minimum(self, teacher_size: int) -> int:
+        """The student size at the minimum of the U-curve under the teacher FC(``teacher_size``)."""
+        return next(row["student_minimum"] for row in self.rows if row["teacher_size"] == teacher_size)
+
+
+def teacher_check(
+    configs: Sequence[str | Path | Mapping],
+    out: str | Path,
+    *,
+    teacher_sizes: str | Sequence[int | str] = "9,50,500",
+    student_sizes: str | Sequence[int] | None = None,
+    build: BuildRun | None = None,
+    flag: Callable[[str], str] = str,
+) -> TeacherSizeCheck:
+    """Shi et al.'s check of Algorithm 1 (E.5.4, Figure 26): does the students' U-curve minimum follow the teacher?
+
+    For each teacher size T in ``teacher_sizes`` (``chosen`` names the size Algorithm 1
+    chooses on the config's data, as Figure 26(b)'s FC(9) is on MNIST), the teacher FC(T)
     (trained with R on U as in :meth:`TeacherSearch.teacher`, and cached) labels the
-    injected inputs alone; students of every size in ``--student-sizes`` (default: the
+    injected inputs alone; students of every size in ``student_sizes`` (default: the
     config's ``teacher.init_args.sizes``) are trained on them as the sweep trains
     teachers, and the minimum of their test-loss curve is found by the same rule
     (:func:`first_local_minimum`). If the method works, the students' minimum moves with
     T: labels from a larger teacher are a more complex function. Writes
-    ``OUT/teacher_check.csv`` (every student), ``OUT/teacher_check.md`` (each T and its
-    students' minimum) and ``OUT/teacher_check.png`` (the curves, Figure 26 b-d).
+    ``out/config.yaml`` (the experiment as merged), ``out/teacher_check.csv`` (every
+    student), ``out/teacher_check.md`` (each T and its students' minimum) and
+    ``out/teacher_check.png`` (the curves, Figure 26 b-d).
 
     Args:
-        argv: ``--config FILE`` (repeatable), ``--teacher-sizes``, ``--student-sizes``, ``--out DIR``.
-        build: :func:`featlearn.cli.build_cli`.
+        configs: A teacher experiment: shipped config names, paths or mappings, merged in order.
+        out: The output folder.
+        teacher_sizes: Teacher sizes T (comma-separated text or a list); ``chosen``: Algorithm 1's.
+        student_sizes: Student sizes, at least three (default: the config's teacher sizes).
+        build: Builds one run (default: :func:`featlearn.runner.build_cli`).
+        flag: How an error names an option (the command line passes its ``--flags``).
 
-    Returns:
-        One row per teacher size: ``teacher_size``, ``chosen`` (Algorithm 1's size, listed first),
-        ``student_minimum``, ``curve`` (the rows), ``at_grid_end``.
+    Raises:
+        ValueError: Bad sizes (named), or a config without a ``teacher:`` section and a TeacherMixture.
     """
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
-        prog="featlearn teacher-check",
-        description="Students of several sizes on the injected inputs labelled by teachers of several sizes "
-        "(Shi et al. 2022, Figure 26): does the students' U-curve minimum follow the teacher's size?",
-    )
-    parser.add_argument("--config", action="append", required=True, help="A teacher experiment (repeatable).")
-    parser.add_argument(
-        "--teacher-sizes", default="9,50,500", help="Teacher sizes T, comma-separated; 'chosen': Algorithm 1's."
-    )
-    parser.add_argument("--student-sizes", default=None, help="Student sizes (default: the config's teacher sizes).")
-    parser.add_argument("--out", required=True, help="Output folder.")
-    args = parser.parse_args(argv)
+    build = build or default_build()
+    if not isinstance(teacher_sizes, str):
+        teacher_sizes = ",".join(str(size) for size in teacher_sizes)
+    if student_sizes is not None and not isinstance(student_sizes, str):
+        student_sizes = ",".join(str(size) for size in student_sizes)
 
     def sizes(text: str, flag: str) -> list[int]:
         try:
@@ -58,10 +84,17 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
             raise ValueError(f"{flag} must be positive integers separated by commas, got {text!r}.")
         return values
 
-    tokens = [v.strip() for v in args.teacher_sizes.split(",")]
+    tokens = [v.strip() for v in teacher_sizes.split(",")]
     wants_chosen, given = "chosen" in tokens, ",".join(t for t in tokens if t != "chosen")
-    teacher_sizes = [] if wants_chosen and not given else sizes(given, "--teacher-sizes")
-    cli_args = [a for path in args.config for a in ("--config", path)] + ["--trainer.logger", "false"]
+    teacher_sizes = [] if wants_chosen and not given else sizes(given, flag("teacher_sizes"))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    experiment: dict = {}
+    for config in configs:  # one file, the check's record of its experiment, which the run is built from
+        part = dict(config) if isinstance(config, Mapping) else load_yaml(resolve_config(config), "--config")
+        experiment = merge_configs(experiment, part)
+    (out / "config.yaml").write_text(yaml.safe_dump(experiment, sort_keys=False))
+    cli_args = ["--config", str(out / "config.yaml"), "--trainer.logger", "false"]
     argv_before, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
     try:
         cli = build(cli_args, run=False)
@@ -70,11 +103,9 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
     search, data = cli.config_init.get("teacher"), cli.datamodule
     if search is None or not isinstance(data, Relabelable):
         raise ValueError("featlearn teacher-check needs a config with a `teacher:` section and a TeacherMixture.")
-    student_sizes = sizes(args.student_sizes, "--student-sizes") if args.student_sizes else list(search.sizes)
+    student_sizes = sizes(student_sizes, flag("student_sizes")) if student_sizes else list(search.sizes)
     if len(student_sizes) < 3:
-        raise ValueError(f"--student-sizes needs at least three sizes to find a minimum, got {student_sizes}.")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+        raise ValueError(f"{flag('student_sizes')} needs at least three sizes to find a minimum, got {student_sizes}.")
     teacher_data, key, classes = data.teacher_data(), data.teacher_data_key(), data.num_classes
     chosen = None
     if wants_chosen:  # Algorithm 1's teacher: the minimum of its sweep on L (cached), or the config's size
@@ -105,7 +136,26 @@ def check_teacher_sizes(argv: list[str], build) -> list[dict]:
             }
         )
     _write_check(out, results, search.seeds)
-    return results
+    return TeacherSizeCheck(out, results)
+
+
+def parse_args(argv: list[str]):
+    """The ``featlearn teacher-check`` options."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False,  # --ou must not be taken for --out: a misspelt option is refused
+        prog="featlearn teacher-check",
+        description="Students of several sizes on the injected inputs labelled by teachers of several sizes "
+        "(Shi et al. 2022, Figure 26): does the students' U-curve minimum follow the teacher's size?",
+    )
+    parser.add_argument("--config", action="append", required=True, help="A teacher experiment (repeatable).")
+    parser.add_argument(
+        "--teacher-sizes", default="9,50,500", help="Teacher sizes T, comma-separated; 'chosen': Algorithm 1's."
+    )
+    parser.add_argument("--student-sizes", default=None, help="Student sizes (default: the config's teacher sizes).")
+    parser.add_argument("--out", required=True, help="Output folder.")
+    return parser.parse_args(argv)
 
 
 def _write_check(out: Path, results: list[dict], seeds: int) -> None:
@@ -177,8 +227,17 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
     plt.close(figure)
 
 
-def teacher_check(argv: list[str], build) -> None:
-    """``featlearn teacher-check ...``: :func:`check_teacher_sizes`, then each teacher size's students' minimum."""
-    results = check_teacher_sizes(argv, build)
-    for result in results:
+def teacher_check_command(argv: list[str], build: BuildRun) -> TeacherSizeCheck:
+    """``featlearn teacher-check ...``: :func:`teacher_check`, then each teacher size's students' minimum."""
+    args = parse_args(argv)
+    check = teacher_check(
+        args.config,
+        args.out,
+        teacher_sizes=args.teacher_sizes,
+        student_sizes=args.student_sizes,
+        build=build,
+        flag=lambda name: "--" + name.replace("_", "-"),
+    )
+    for result in check.rows:
         print(f"teacher m = {result['teacher_size']}: students' minimum at m = {result['student_minimum']}")
+    return check

@@ -39,6 +39,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import yaml
 from omegaconf import OmegaConf
@@ -47,10 +48,33 @@ from featlearn.banners import quiet_lightning
 from featlearn.config_files import config_class
 from featlearn.contracts import Learner
 
-#: How a run is built: ``build(args, run=True)`` -> an object with ``trainer``, ``model``
-#: and ``datamodule`` (:func:`featlearn.cli.build_cli`, handed in by the entry point: studies never
-#: import the command line).
-BuildRun = Callable[..., object]
+
+class BuiltRun(Protocol):
+    """A run :class:`BuildRun` made (a :class:`~featlearn.runner.FeatlearnCLI`): its trainer, learner and data."""
+
+    trainer: Any
+    model: Any
+    datamodule: Any
+
+
+class BuildRun(Protocol):
+    """Builds one ``featlearn fit`` from its arguments, and trains it unless ``run`` is false.
+
+    :func:`featlearn.runner.build_cli` (:func:`default_build`); the command line hands in the
+    same function with its command's name, so an interrupted trial names the command to rerun.
+    """
+
+    def __call__(self, args: list[str], run: bool = True) -> BuiltRun:  # noqa: D102
+        ...
+
+
+def default_build() -> BuildRun:
+    """The builder of one run that featlearn's commands use: :func:`featlearn.runner.build_cli`."""
+    from featlearn.runner import build_cli
+
+    return build_cli
+
+
 #: Where trials can run (see :class:`Launcher`).
 LAUNCHERS = ("local", "submitit-local", "slurm")
 
@@ -323,7 +347,7 @@ def majority_rate(labels) -> list[float]:
 def run_trial_job(config_path: str, build: BuildRun) -> dict:
     """What a submitit job runs: one trial from its config file; returns ``{"metrics", "seconds"}``.
 
-    ``build`` is the command's own (:func:`featlearn.cli.build_cli`); submitit pickles it by
+    ``build`` is the command's own (:func:`featlearn.runner.build_cli`); submitit pickles it by
     name, so a study never imports the command line.
     """
     start = time.perf_counter()

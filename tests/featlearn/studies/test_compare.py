@@ -1,4 +1,5 @@
 import csv
+import importlib
 import json
 import statistics
 import subprocess
@@ -9,7 +10,6 @@ import torch
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import featlearn.studies.compare as compare_module
 import featlearn.studies.trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
@@ -18,6 +18,9 @@ from featlearn.studies.compare import Method, compare, compare_command, load_met
 from featlearn.studies.trials import merge_configs
 
 from ...conftest import CONFIGS  # noqa: TID252
+
+# The module, not the function featlearn.studies exports under the same name.
+compare_module = importlib.import_module("featlearn.studies.compare")
 
 PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
 # Then the figures' NTK and RF without input structure (not in the paper's tables).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import html.parser
+import importlib
 import json
 import math
 import shutil
@@ -27,6 +28,7 @@ from featlearn.studies.reproduce import (
     TRIVIAL_ROW,
     Item,
     Plan,
+    RunSettings,
     check_plan_record,
     claims_table,
     collect_cells,
@@ -37,6 +39,7 @@ from featlearn.studies.reproduce import (
     markdown_to_html,
     paper_numbers,
     reproduce,
+    reproduce_command,
     run_item,
 )
 
@@ -134,19 +137,20 @@ def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them(
 
 
 def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_larger_teachers(tmp_path, monkeypatch):
-    import featlearn.studies.teacher_check as check
+    check = importlib.import_module("featlearn.studies.teacher_check")  # the module: the package exports the function
 
-    def fake_check(argv, build):  # Figure 26 as the paper draws it: minimum 8 under the chosen 9, then larger
+    def fake_check(configs, out, build=None, **options):  # Figure 26 as the paper draws it: 8 under the chosen 9
         (tmp_path / "item").mkdir(exist_ok=True)
         (tmp_path / "item" / "teacher_check.md").write_text("# t\n\n| teacher m | minimum |\n| 9 | 8 |\n")
-        assert argv[-4:] == ["--teacher-sizes", "chosen,50,500", "--out", str(tmp_path / "item")]
+        assert options == {"teacher_sizes": "chosen,50,500"} and out == tmp_path / "item"
         curve = [{"size": m} for m in (1, 2, 4, 8, 16, 24, 32, 64)]
         rows = ((9, 8), (50, 32), (500, 24), (1000, 64))  # FC(1000)'s minimum at the sweep's last size
-        return [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve} for t, m in rows]
+        rows = [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve} for t, m in rows]
+        return check.TeacherSizeCheck(out, rows)
 
-    monkeypatch.setattr(check, "check_teacher_sizes", fake_check)
+    monkeypatch.setattr(check, "teacher_check", fake_check)
     item = Item(id="F26", title="t", configs=[], setting="E.5.4 MNIST-5k", kind="teacher_check",
-                arguments={"cpu": ["--teacher-sizes", "chosen,50,500"]})  # fmt: skip
+                options={"cpu": {"teacher_sizes": "chosen,50,500"}})  # fmt: skip
     args = argparse.Namespace(scale="cpu")
     outcome = ITEM_KINDS["teacher_check"].run(item, None, args, [], tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
@@ -176,10 +180,7 @@ def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "compare", fake)
     plan = load_plan("shi2022")
     item = next(i for i in plan.items if i.id == "E.5 Tiny ImageNet")
-    args = argparse.Namespace(scale="full", data_root=str(tmp_path / "data"), grid_members=None, overwrite=False,
-                              launcher="local", slurm_partition=None, slurm_account=None, slurm_time=60,
-                              slurm_gpus=0, slurm_cpus=2, slurm_mem_gb=16, array_parallelism=64)  # fmt: skip
-    run_item(item, plan, args, tmp_path / "out", build=None)
+    run_item(item, plan, RunSettings(scale="full", data_root=tmp_path / "data"), tmp_path / "out", build=None)
     *names, overlay = seen["configs"]
     assert names == list(item.configs)
     root = (tmp_path / "data").resolve()
@@ -221,7 +222,7 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
         assert plan.scales[scale]["seeds"] >= 1
         for item in plan.items:
             if item.kind == "teacher_check":  # its rows are teachers, not methods of a methods file
-                assert item.setting in settings and item.arguments[scale], item.id
+                assert item.setting in settings and item.options[scale], item.id
                 continue
             methods = {m.name for m in load_methods(resolve_config(item.methods or plan.scales[scale]["methods"]))}
             assert item.setting is None or item.setting in settings, item.id
@@ -322,7 +323,7 @@ def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
 
 
 def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypatch):
-    import featlearn.studies.reproduce as module
+    module = importlib.import_module("featlearn.studies.reproduce")  # the module, not the exported function
 
     plan = tmp_path / "plan.yaml"
     scales = {scale: {"about": scale, "seeds": 1} for scale in SCALES}
@@ -364,15 +365,17 @@ def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
 )
 def test_bad_options_are_refused_naming_the_option(args, match, capsys):
     with pytest.raises(SystemExit):
-        reproduce(args, build_cli)
+        reproduce_command(args, build_cli)
     assert match in capsys.readouterr().err
 
 
 def test_bad_arguments_name_the_option(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no results.json: give the --out folder"):
-        reproduce(["--summary", str(tmp_path)], build_cli)
+        reproduce_command(["--summary", str(tmp_path)], build_cli)
     with pytest.raises(ValueError, match="--only names \\['E.9'\\]"):
-        reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(tmp_path), "--only", "E.9"], build_cli)
+        reproduce_command(["--paper", "shi2022", "--scale", "smoke", "--out", str(tmp_path), "--only", "E.9"], None)
+    with pytest.raises(ValueError, match="only names \\['E.9'\\]"):  # from Python: the parameter's own name
+        reproduce("shi2022", tmp_path, scale="smoke", only=["E.9"])
 
 
 class _Page(html.parser.HTMLParser):
@@ -409,11 +412,11 @@ def test_the_html_page_is_self_contained_and_well_formed(tmp_path):
 def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_path, monkeypatch):
     monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))  # E.5's smoke teachers stay out of ~/.cache
     out = tmp_path / "report"
-    first = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)
+    first = reproduce("shi2022", out, scale="smoke", build=build_cli)  # the study called from Python
     plan = load_plan("shi2022")
     text = (out / "report.md").read_text()
     assert all(f"## {item.id}: " in text for item in plan.items)  # every section present
-    counts = first["counts"]
+    counts = first.counts
     said = f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} uninformative"
     assert said in text
     assert "## Summary" in text and "Contents:" in text  # the conclusions before any table
@@ -448,9 +451,9 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
 
     stale = figures / "e_1_1_mds_step500.png"  # a picture an earlier plan drew: gone after the rerun
     shutil.copyfile(figures / "e_1_1_mds_step1.png", stale)
-    again = reproduce(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)  # every trial reused
+    again = reproduce_command(["--paper", "shi2022", "--scale", "smoke", "--out", str(out)], build_cli)  # all reused
     assert not stale.exists() and (figures / "e_1_1_mds_step1.png").is_file()
-    assert again["counts"] == counts and again["training_seconds"] == pytest.approx(first["training_seconds"])
+    assert again.counts == counts and again.training_seconds == pytest.approx(first.training_seconds)
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
@@ -471,8 +474,8 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
 @pytest.mark.slow
 def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_remarks(tmp_path):
     out = tmp_path / "glasgow"
-    result = reproduce(["--paper", "glasgow2023", "--scale", "smoke", "--out", str(out)], build_cli)
-    cells = {(c["item"], c["method"], c["metric"]): c for c in result["cells"]}
+    result = reproduce("glasgow2023", out, scale="smoke")  # from Python, with featlearn's own builder
+    cells = {(c["item"], c["method"], c["metric"]): c for c in result.cells}
     in_theorem = [c for key, c in cells.items() if key[0] == "Theorem 3.1"]
     rates = [c for c in in_theorem if c["metric"] == "alpha" and not c.get("kind")]
     theorem = {(c["item"], c["method"], c["metric"]): c for c in rates}
@@ -508,7 +511,7 @@ def test_every_kind_a_plan_may_name_has_its_class():
 
 
 def test_a_plan_whose_tune_seeds_exceeds_its_seeds_is_refused(tmp_path, monkeypatch):
-    import featlearn.studies.reproduce as module
+    module = importlib.import_module("featlearn.studies.reproduce")  # the module, not the exported function
 
     plan = tmp_path / "plan.yaml"
     scales = {scale: {"about": scale, "seeds": 2} for scale in SCALES}

@@ -19,6 +19,7 @@ from featlearn.studies.samples import (
     fit_exponent,
     load_study,
     samples,
+    samples_command,
 )
 from featlearn.studies.trials import Launcher, Trial, measure_run, merge_configs, run_trials
 
@@ -67,7 +68,7 @@ def study_run(tmp_path_factory):
     """The tiny study end to end: (out folder, returned summary, argv)."""
     folder = tmp_path_factory.mktemp("samples")
     argv = ["--config", "glasgow_xor", "--study", str(write_study(folder)), "--out", str(folder / "out")]
-    return folder / "out", samples(argv, build_cli), argv
+    return folder / "out", samples_command(argv, build_cli), argv
 
 
 # ---------------------------------------------------------------------- pure parts
@@ -163,7 +164,7 @@ def never_build(*args, **kwargs):
 def test_bad_input_is_refused_before_any_trial(tmp_path, args, match):
     argv = ["--config", "glasgow_xor", "--study", str(write_study(tmp_path)), "--out", str(tmp_path / "o"), *args]
     with pytest.raises(ValueError, match=match):
-        samples(argv, never_build)
+        samples_command(argv, never_build)
     assert not (tmp_path / "o" / "trials").exists()
 
 
@@ -177,7 +178,9 @@ def test_bad_study_files_are_refused(tmp_path):
     ):
         path = write_study(tmp_path, study)
         with pytest.raises(ValueError, match=match):
-            samples(["--config", "glasgow_xor", "--study", str(path), "--out", str(tmp_path / "o")], never_build)
+            samples_command(
+                ["--config", "glasgow_xor", "--study", str(path), "--out", str(tmp_path / "o")], never_build
+            )
 
 
 def test_console_script_reports_bad_input_without_a_traceback(tmp_path):
@@ -204,11 +207,11 @@ def test_shipped_study_files_run(tmp_path, name):
     """Each shipped study, shrunk to d = 4 and a loose target: it runs its trials and writes its table."""
     argv = ["--config", "glasgow_xor", "--study", f"samples/{name}", "--out", str(tmp_path)]
     options = ["--dims", "4", "--seeds", "2", "--target-error", "0.3", "--resolution", "2", "--n-max", "8192"]
-    summary = samples([*argv, *options], build_cli)  # the cap ends a search that diverges at every budget
-    assert [row["method"] for row in summary["rows"]] == SHIPPED_STUDIES[name]
+    summary = samples_command([*argv, *options], build_cli)  # the cap ends a search that diverges at every budget
+    assert [row["method"] for row in summary.rows] == SHIPPED_STUDIES[name]
     # Below Theorem 3.1's minibatch (m < d/theta) SGD may diverge at every budget at d = 4: a search may end unfound.
-    outside = {row["method"] for row in summary["rows"] if ", m = " in row["method"]}
-    assert all(row["status"] in ("found", "at_min") or row["method"] in outside for row in summary["rows"])
+    outside = {row["method"] for row in summary.rows if ", m = " in row["method"]}
+    assert all(row["status"] in ("found", "at_min") or row["method"] in outside for row in summary.rows)
     assert (tmp_path / "samples.md").is_file()
 
 
@@ -241,7 +244,7 @@ def test_study_writes_its_table_plot_and_trials(study_run):
     assert (out / "samples.png").stat().st_size > 5000
     events = EventAccumulator(str(next((out / "tensorboard" / "samples").glob("events.*")))).Reload()
     assert "samples/n_star" in events.Tags()["images"]
-    assert set(summary["fits"]) == {"Network", "NTK"}
+    assert set(summary.fits) == {"Network", "NTK"}
 
 
 def test_any_trial_runs_alone_with_featlearn_fit(study_run):
@@ -270,10 +273,10 @@ def test_interrupted_study_resumes_from_finished_trials(study_run, tmp_path, mon
     monkeypatch.setattr(trials_module, "measure_run", interrupted)
     args = [*argv[:-1], str(tmp_path / "resumed")]
     with pytest.raises(KeyboardInterrupt):
-        samples(args, build_cli)
+        samples_command(args, build_cli)
     monkeypatch.setattr(trials_module, "measure_run", real_run)
     capsys.readouterr()
-    samples(args, build_cli)
+    samples_command(args, build_cli)
     log = capsys.readouterr().out
     assert log.count("finished earlier") == 4
     assert (tmp_path / "resumed" / "samples.csv").read_text() == (out / "samples.csv").read_text()
@@ -281,22 +284,22 @@ def test_interrupted_study_resumes_from_finished_trials(study_run, tmp_path, mon
 
 def test_rerun_trains_nothing_and_changed_settings_do_not_mix(study_run):
     out, _, argv = study_run
-    samples(argv, never_build)  # every trial finished: nothing is built
+    samples_command(argv, never_build)  # every trial finished: nothing is built
     with pytest.raises(ValueError, match="--overwrite"):
-        samples([*argv, "--seeds", "3"], never_build)
+        samples_command([*argv, "--seeds", "3"], never_build)
 
 
 def test_finite_budget_trains_a_set_of_n_for_the_stated_epochs(tmp_path):
     study = {**TINY_STUDY, "dims": [4], "methods": {"Network": TINY_STUDY["methods"]["Network"]}}
     argv = ["--config", "glasgow_xor", "--study", str(write_study(tmp_path, study)), "--out", str(tmp_path / "o")]
-    summary = samples([*argv, "--budget", "finite", "--epochs", "3"], build_cli)
+    summary = samples_command([*argv, "--budget", "finite", "--epochs", "3"], build_cli)
     trials = read_csv(tmp_path / "o" / "trials.csv")
     m = math.ceil(4 * math.log(4))
     assert int(trials[0]["n"]) == m  # the smallest budget is one batch
     for trial in trials:
         assert int(trial["steps"]) == math.ceil(3 * int(trial["n"]) / m)
         assert trial["train_acc_mean"] != ""
-    assert summary["rows"][0]["budget"] == "finite"
+    assert summary.rows[0]["budget"] == "finite"
 
 
 # ---------------------------------------------------------------------- submitit
@@ -337,8 +340,27 @@ def test_a_diverged_trial_fails_its_budget_and_the_search_goes_on():
     from featlearn.studies.samples import Settings, passed
 
     settings = Settings(
-        dims=[8], seeds=4, target_error=0.05, pass_fraction=0.75, resolution=1.25, budget="online", epochs=1,
+        dims=[8],
+        seeds=4,
+        target_error=0.05,
+        pass_fraction=0.75,
+        resolution=1.25,
+        budget="online",
+        epochs=1,
         n_max=10**9,
     )
     assert passed({"diverged": "Training diverged: the loss became NaN at update step 7"}, settings) == (False, 0)
     assert passed({"test_acc": [99.0, 99.0, 99.0, 90.0]}, settings) == (True, 3)
+
+
+def test_samples_called_from_python_is_the_command_s_study(study_run):
+    """The study as a function: the same trials (all reused), a SampleComplexityResult with n*(d) per method."""
+    out, summary, argv = study_run
+    study = argv[argv.index("--study") + 1]
+    result = samples(["glasgow_xor"], out, study=study, build=never_build)  # every trial finished: nothing is built
+    assert result.rows == summary.rows and result.out == out
+    assert result.fits.keys() == summary.fits.keys()
+    row = result.rows[0]
+    assert result.n_star(row["method"], row["d"]) == (None if row["n_star"] == "" else row["n_star"])
+    with pytest.raises(ValueError, match=r"^seeds must be an integer >= 2"):  # named as in Python
+        samples(["glasgow_xor"], out, study=study, seeds=1, build=never_build)

@@ -157,7 +157,7 @@ def test_the_user_can_set_the_teachers_size_and_skip_the_sweep(tmp_path):
 
 def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp_path, monkeypatch):
     from featlearn.cli import build_cli
-    from featlearn.studies.teacher_check import check_teacher_sizes
+    from featlearn.studies.teacher_check import teacher_check, teacher_check_command
 
     monkeypatch.setenv("FEATLEARN_CACHE", str(tmp_path / "cache"))
     config = tmp_path / "digits.yaml"
@@ -171,9 +171,7 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
         "    num_classes: 10\n    lr: 0.01\n"
     )
     out = tmp_path / "check"
-    results = check_teacher_sizes(
-        ["--config", str(config), "--teacher-sizes", "2,5", "--student-sizes", "1,2,3", "--out", str(out)], build_cli
-    )
+    results = teacher_check([config], out, teacher_sizes=[2, 5], student_sizes=[1, 2, 3], build=build_cli).rows
     assert [r["teacher_size"] for r in results] == [2, 5]
     assert all(r["student_minimum"] in (1, 2, 3) and len(r["curve"]) == 3 for r in results)
     rows = (out / "teacher_check.csv").read_text().splitlines()
@@ -184,13 +182,13 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
     sweep = search.sweep_sizes(data.teacher_data(), data.labelled_data_key(), data.num_classes, search.sizes)
     expected = sweep[first_local_minimum([row["test_loss"] for row in sweep], search.neighbours)[0]]["size"]
     argv = ["--config", str(config), "--teacher-sizes", f"{expected},chosen,5", "--student-sizes", "1,2,3"]
-    chosen = check_teacher_sizes([*argv, "--out", str(out)], build_cli)
+    chosen = teacher_check_command([*argv, "--out", str(out)], build_cli).rows  # the command line, the same check
     assert [(r["teacher_size"], r["chosen"]) for r in chosen] == [(expected, True), (5, False)]  # no duplicate
     assert "(Algorithm 1)" in (out / "teacher_check.md").read_text()
-    with pytest.raises(ValueError, match="--teacher-sizes"):
-        check_teacher_sizes(["--config", str(config), "--teacher-sizes", "x", "--out", str(out)], build_cli)
-    with pytest.raises(ValueError, match="at least three"):
-        check_teacher_sizes(["--config", str(config), "--student-sizes", "1,2", "--out", str(out)], build_cli)
+    with pytest.raises(ValueError, match="--teacher-sizes must be positive integers"):
+        teacher_check_command(["--config", str(config), "--teacher-sizes", "x", "--out", str(out)], build_cli)
+    with pytest.raises(ValueError, match="student_sizes needs at least three"):
+        teacher_check([config], out, student_sizes=[1, 2])  # from Python: featlearn's own builder
 
 
 def test_the_sweep_on_l_serves_every_injected_source(tmp_path, monkeypatch):

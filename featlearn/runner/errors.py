@@ -3,7 +3,7 @@
 A bad setting is found deep inside the config parser or a constructor, and arrives
 wrapped in the parser's own errors ("Does not validate against any of the Union
 subtypes ..."). :func:`explain` takes the innermost message, the one featlearn wrote (a misspelt name
-gets its closest valid one before, in :mod:`featlearn.cli.suggest`).
+gets its closest valid one before, in :mod:`featlearn.runner.suggest`).
 :func:`report_errors` prints it and exits with status 2; ``FEATLEARN_TRACEBACK=1`` shows
 the traceback instead, for debugging.
 """

@@ -6,7 +6,7 @@ import pytest
 import torch
 import yaml
 
-from featlearn.cli.checks import resolve_last_checkpoint
+from featlearn.runner.checks import resolve_last_checkpoint
 
 
 def make_run(experiment: Path, version: int, step: int | None, max_steps: int = 10) -> Path:

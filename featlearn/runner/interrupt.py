@@ -9,7 +9,7 @@ at the end of the step it is in (the end of a Lightning batch, the point where
 IO (``AtomicCheckpointIO``: written beside its target, then renamed), lets the step's
 logging finish, and raises ``KeyboardInterrupt`` before the next step, which Lightning
 handles as an interrupt. A Ctrl-C in the last step finds training complete. The command then
-exits with status 130, the shell's convention for Ctrl-C (:mod:`featlearn.cli.errors`).
+exits with status 130, the shell's convention for Ctrl-C (:mod:`featlearn.runner.errors`).
 A second Ctrl-C stops at once, with no new checkpoint. SIGKILL cannot be caught: such a
 run resumes from its last periodic checkpoint.
 

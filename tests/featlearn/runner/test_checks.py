@@ -1,6 +1,6 @@
 """The checks of a parsed config, called directly: each refusal names the setting, the value and the fix.
 
-``tests/featlearn/cli/test_errors.py`` runs one bad input of most kinds through the
+``tests/featlearn/runner/test_errors.py`` runs one bad input of most kinds through the
 command line and ``test_last_checkpoint.py`` covers ``--ckpt_path last``; here each
 function's branches are checked on tiny inputs: jsonargparse Namespaces as the CLI
 parses them, and checkpoints written by ``torch.save`` in Lightning's layout.
@@ -15,8 +15,8 @@ import torch
 import yaml
 from jsonargparse import Namespace
 
-import featlearn.cli.checks as checks
-from featlearn.cli.checks import (
+import featlearn.runner.checks as checks
+from featlearn.runner.checks import (
     check_checkpoint_path,
     check_resume,
     check_trainer,

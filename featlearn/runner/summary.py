@@ -9,8 +9,8 @@ from pathlib import Path
 import pytorch_lightning as pl
 
 from featlearn.callbacks import DiagnosticCallback
-from featlearn.cli.checks import checkpoint_step
-from featlearn.cli.interrupt import interrupt_checkpoint_path
+from featlearn.runner.checks import checkpoint_step
+from featlearn.runner.interrupt import interrupt_checkpoint_path
 
 #: Metric families of the learner's own evaluation shown at the end (means over members).
 EVALUATION_PREFIXES = ("test/", "val/")

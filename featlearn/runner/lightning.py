@@ -32,7 +32,10 @@ from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
-from featlearn.cli.checks import (  # noqa: E402
+from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
+from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
+from featlearn.datamodules import DataModel  # noqa: E402
+from featlearn.runner.checks import (  # noqa: E402
     check_checkpoint_path,
     check_resume,
     check_trainer,
@@ -41,15 +44,12 @@ from featlearn.cli.checks import (  # noqa: E402
     plain_arguments,
     resolve_last_checkpoint,
 )
-from featlearn.cli.errors import exception_chain  # noqa: E402
-from featlearn.cli.interrupt import StopAtStepBoundary  # noqa: E402
-from featlearn.cli.progress import StepProgressBar  # noqa: E402
-from featlearn.cli.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
-from featlearn.cli.suggest import suggest_correction, without_actions  # noqa: E402
-from featlearn.cli.summary import result_block  # noqa: E402
-from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
-from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
-from featlearn.datamodules import DataModel  # noqa: E402
+from featlearn.runner.errors import exception_chain  # noqa: E402
+from featlearn.runner.interrupt import StopAtStepBoundary  # noqa: E402
+from featlearn.runner.progress import StepProgressBar  # noqa: E402
+from featlearn.runner.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
+from featlearn.runner.suggest import suggest_correction, without_actions  # noqa: E402
+from featlearn.runner.summary import result_block  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
 from featlearn.validation import check_int  # noqa: E402
 
@@ -59,7 +59,7 @@ class RunFolderConfig(SaveConfigCallback):
 
     A run without a logger has no folder; Lightning would write into the working
     directory instead, overwriting any ``config.yaml`` a user keeps there. The run holds
-    its folder's lock (:mod:`featlearn.cli.run_folder`): a second process aimed at it is
+    its folder's lock (:mod:`featlearn.runner.run_folder`): a second process aimed at it is
     refused. A run that fails before its first update leaves no new folder behind.
     """
 
@@ -132,13 +132,13 @@ class FeatlearnCLI(LightningCLI):
       :class:`~featlearn.datamodules.TeacherMixture` data model.
     * After ``fit``, the test set is evaluated (``test/loss``, ``test/error``) unless
       ``--test_after_fit false``; ``fit``, ``validate`` and ``test`` end with a result block
-      (:mod:`featlearn.cli.summary`).
+      (:mod:`featlearn.runner.summary`).
     * Before anything is built, the trainer settings and the checkpoint are checked
-      (:mod:`featlearn.cli.checks`): ``--ckpt_path last`` becomes the latest run of the
+      (:mod:`featlearn.runner.checks`): ``--ckpt_path last`` becomes the latest run of the
       experiment, a resume continues in its run folder, and a checkpoint of another
       experiment or a changed setting is refused by name.
     * A run holds its folder's lock from before Lightning writes into it
-      (:mod:`featlearn.cli.run_folder`), and a failed start removes the folder it made.
+      (:mod:`featlearn.runner.run_folder`), and a failed start removes the folder it made.
     """
 
     def add_arguments_to_parser(self, parser) -> None:  # noqa: D102
@@ -186,9 +186,9 @@ class FeatlearnCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> pl.Trainer:
         """The trainer of the config, with the callbacks every featlearn run has whatever its config lists.
 
-        :class:`~featlearn.cli.interrupt.StopAtStepBoundary` (Ctrl-C stops at a step boundary
+        :class:`~featlearn.runner.interrupt.StopAtStepBoundary` (Ctrl-C stops at a step boundary
         with a checkpoint) and, where the bar is on and the config names none, the
-        :class:`~featlearn.cli.progress.StepProgressBar` (update steps of ``max_steps``).
+        :class:`~featlearn.runner.progress.StepProgressBar` (update steps of ``max_steps``).
         """
         trainer = (
             self.config_init.get(self.subcommand, self.config_init) if self.subcommand else self.config_init
@@ -254,7 +254,7 @@ class FeatlearnCLI(LightningCLI):
         self._finish_run("test")
 
     def _finish_run(self, command: str) -> None:
-        """Print the end-of-run block (:func:`featlearn.cli.summary.result_block`) once, and let the folder go."""
+        """Print the end-of-run block (:func:`featlearn.runner.summary.result_block`) once, and let the folder go."""
         folder = run_folder_of(self.trainer)
         if self.trainer.is_global_zero and not self.trainer.fast_dev_run:
             print("\n" + result_block(self.trainer, command, folder), flush=True)
@@ -281,7 +281,7 @@ def build_cli(args: list[str] | None = None, run: bool = True, study: str | None
         args = resolve_config_args(list(args))
         check_yaml_files(config_files(args))
     defaults = [str(base_config())]
-    # The parser raises its errors instead of printing its usage and exiting: featlearn.cli.errors
+    # The parser raises its errors instead of printing its usage and exiting: featlearn.runner.errors
     # turns them into one message.
     # No abbreviations: `--trainer.max_step 5` must be refused (with the name it means), not taken as max_steps.
     parser_settings = {"default_config_files": defaults, "exit_on_error": False, "allow_abbrev": False}
