@@ -661,20 +661,23 @@ def _halving_scores(methods, grids, experiment, options, out, tuning, build, run
             if r >= len(steps):
                 continue
             last = r == len(steps) - 1
-            rung = []
+            rung, errors = [], []  # mean validation accuracy per point, and its standard error over the seeds
             for point in alive[name]:
                 metrics = done[plan[name, point]]["metrics"]
                 scores[name, point] = (metrics, steps[r], last)
                 if "diverged" in metrics:
                     rung.append(None)
+                    errors.append(None)
                 elif metrics.get("val_acc") is None:
                     raise ValueError(
                         f"Tuning {name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
                         f"--no-tune to use the methods file's values."
                     )
                 else:
-                    rung.append(summarize(metrics["val_acc"])[0])
-            alive[name] = [alive[name][i] for i in survivors(rung, options.halving, last)]
+                    mean, std, seeds = summarize(metrics["val_acc"])
+                    rung.append(mean)
+                    errors.append(None if std is None else std / math.sqrt(seeds))
+            alive[name] = [alive[name][i] for i in survivors(rung, options.halving, last, errors)]
     return scores
 
 

@@ -45,3 +45,11 @@ def test_survivors_are_the_best_third_in_the_grids_order_and_never_a_diverged_po
 def test_a_tie_at_the_cut_keeps_the_earlier_point_as_the_full_grid_would():
     assert survivors([50.0, 50.0, 50.0], 3, last=False) == [0]
     assert survivors([40.0, 50.0, 50.0, 50.0], 2, last=False) == [1, 2]
+
+
+def test_a_point_within_a_standard_error_of_the_cut_goes_on():
+    """E.1.1's NTK at T/3: 1e-3 first (82.70 +- 0.48), 1e-4 second (82.37 +- 0.40), 1e-5 far behind."""
+    scores, errors = [82.70, 82.37, 76.02], [0.476, 0.399, 0.623]
+    assert survivors(scores, 3, last=False) == [0]  # rank alone drops the rate that is best at T
+    assert survivors(scores, 3, last=False, errors=errors) == [0, 1]  # 82.37 >= 82.70 - hypot(0.40, 0.48)
+    assert survivors([82.70, 82.00, None], 3, last=False, errors=[0.476, 0.399, None]) == [0]  # 0.70 apart: out
