@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows, batch_rows
 from featlearn.contracts import EvaluationData, require
+from featlearn.models.evaluation import MemberEvaluation
 from featlearn.models.losses import LOSSES
 from featlearn.models.networks import repeat_streams
 from featlearn.models.sgd import DivergenceGuard, ScheduledSGD, member_metrics
@@ -179,8 +180,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         #: losses (the whole batch's, with several processes). Public: observers read it (e.g. to
         #: flag a loss that grew by orders of magnitude).
         self.logged_member_losses: dict[int, Tensor] = {}
-        #: Several processes: per split, the sums (S,) of loss x n, error x n and n of this process's parts.
-        self._eval_sums: dict[str, tuple[Tensor, Tensor, Tensor]] = {}
+        #: Per split, the sums over the set's chunks (and processes) of each member's loss and error.
+        self.evaluation = nn.ModuleDict({"val": MemberEvaluation(), "test": MemberEvaluation()})
 
     # ------------------------------------------------------------------ subclass API
     def set_parameter_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
@@ -500,15 +501,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def _eval_step(self, batch: tuple[Tensor, Tensor], split: str) -> None:
         x, y = batch
         loss, error = self.evaluate(x, y)
-        if self._world_size > 1:  # each process holds part of every chunk: sum here, reduce at the end
-            n = torch.full_like(loss, x.shape[1])
-            sums = self._eval_sums.get(split)
-            parts = (loss * n, error * n, n)
-            self._eval_sums[split] = parts if sums is None else tuple(a + b for a, b in zip(sums, parts, strict=True))
-            return
-        # Reduced over the chunks by Lightning; written to the loggers by _write_eval (no "epoch" chart).
-        metrics = self._eval_metrics(split, loss, error)
-        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=x.shape[1], logger=False)
+        self.evaluation[split].update(loss, error, x.shape[1])  # summed over chunks and processes
 
     def _eval_metrics(self, split: str, loss: Tensor, error: Tensor) -> dict[str, Tensor]:
         metrics = {f"{split}/loss": loss.mean(), f"{split}/error": error.mean()}
@@ -517,13 +510,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         return metrics
 
     def _reduce_eval(self, split: str) -> None:
-        """Several processes: the exact means over the whole set, from every process's sums (S,)."""
-        sums = self._eval_sums.pop(split, None)
-        if sums is None:
+        """The means over the whole set (every chunk, every process); written to the loggers by _write_eval."""
+        evaluation = self.evaluation[split]
+        if not evaluation.update_called:
             return
-        loss_sum, error_sum, count = (self.trainer.strategy.reduce(t, reduce_op="sum") for t in sums)
-        metrics = self._eval_metrics(split, loss_sum / count, error_sum / count)
-        self.log_dict(metrics, on_step=False, on_epoch=True, logger=False)
+        loss, error = evaluation.compute()
+        evaluation.reset()
+        self.log_dict(self._eval_metrics(split, loss, error), on_step=False, on_epoch=True, logger=False)
 
     def on_validation_epoch_end(self) -> None:  # noqa: D102
         self._reduce_eval("val")
