@@ -12,7 +12,6 @@ A config is named by a path, or by its name among the shipped ones::
 
 from __future__ import annotations
 
-import importlib
 from importlib.resources import files
 from pathlib import Path
 
@@ -130,25 +129,3 @@ def config_files(args: list[str]) -> list[str]:
             files.append(value)
     return files
 
-
-#: Where a short ``class_path`` (``TwoLayerNet``) is looked up, as the command line registers classes.
-SHORT_NAME_PACKAGES = ("featlearn.models", "featlearn.datamodules", "featlearn.callbacks")
-
-
-def config_class(class_path) -> type | None:
-    """The class a config's ``class_path`` names: a full dotted path, or a short name featlearn registers.
-
-    Imported by name, as LightningCLI does (the parts are not imported by this module).
-    None where nothing of that name can be imported.
-    """
-    if not isinstance(class_path, str) or not class_path:
-        return None
-    module, _, name = class_path.rpartition(".")
-    for where in [module] if module else SHORT_NAME_PACKAGES:
-        try:
-            found = getattr(importlib.import_module(where), name, None)
-        except ImportError:
-            found = None
-        if isinstance(found, type):
-            return found
-    return None

@@ -32,7 +32,7 @@ from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 import featlearn.callbacks  # noqa: E402, F401
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
-from featlearn.config_files import base_config, config_class, config_files, resolve_config_args  # noqa: E402
+from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.datamodules import DataModel  # noqa: E402
 from featlearn.runner.checks import (  # noqa: E402
@@ -47,6 +47,7 @@ from featlearn.runner.checks import (  # noqa: E402
 from featlearn.runner.errors import exception_chain  # noqa: E402
 from featlearn.runner.interrupt import StopAtStepBoundary  # noqa: E402
 from featlearn.runner.progress import StepProgressBar  # noqa: E402
+from featlearn.runner.registry import config_class  # noqa: E402
 from featlearn.runner.run_folder import holds, lock_run_folder, release_run_folder  # noqa: E402
 from featlearn.runner.suggest import suggest_correction, without_actions  # noqa: E402
 from featlearn.runner.summary import result_block  # noqa: E402

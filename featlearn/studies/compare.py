@@ -67,8 +67,9 @@ from pathlib import Path
 
 import yaml
 
-from featlearn.config_files import config_class, resolve_config
+from featlearn.config_files import resolve_config
 from featlearn.contracts import FirstLayerArguments, PerMemberValues
+from featlearn.runner.registry import config_class
 from featlearn.schedules import canonical_segments, hold_from, is_segment_list, skip_steps
 from featlearn.studies.halving import rung_steps, survivors
 from featlearn.studies.trials import (

@@ -45,8 +45,8 @@ import yaml
 from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
-from featlearn.config_files import config_class
 from featlearn.contracts import Learner
+from featlearn.runner.registry import config_class
 
 
 class BuiltRun(Protocol):

@@ -42,9 +42,9 @@ def test_the_console_script_reports_an_unknown_config_without_a_traceback():
 
 
 def test_config_class_resolves_full_paths_and_the_short_names_featlearn_registers():
-    from featlearn.config_files import config_class
     from featlearn.datamodules import BooleanXOR
     from featlearn.models import TwoLayerNet
+    from featlearn.runner.registry import config_class
 
     assert config_class("featlearn.models.TwoLayerNet") is TwoLayerNet
     assert config_class("TwoLayerNet") is TwoLayerNet and config_class("BooleanXOR") is BooleanXOR
