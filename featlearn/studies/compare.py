@@ -76,9 +76,11 @@ from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
+    cli_flag,
     default_build,
     load_yaml,
     merge_configs,
+    merge_experiment,
     run_trials,
     set_path,
     tensorboard_logger,
@@ -861,7 +863,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     Launcher.add_arguments(parser)
     args = parser.parse_args(argv)
-    problem = options_of(args).problem(lambda name: "--" + name.replace("_", "-"))
+    problem = options_of(args).problem(cli_flag)
     if problem:
         parser.error(problem)
     return args
@@ -936,14 +938,7 @@ def compare(
     options = options.resolved(launcher.gpus_per_trial if launcher else 0)
     methods_file, only = methods, list(only) if only else None
     listed = load_methods(resolve_config(methods_file), only)
-    experiment: dict = {}
-    names = []
-    for config in configs:
-        if isinstance(config, Mapping):
-            experiment, _ = merge_configs(experiment, dict(config)), names.append("overrides")
-        else:
-            experiment = merge_configs(experiment, load_yaml(resolve_config(config), "--config"))
-            names.append(str(config))
+    experiment, names = merge_experiment(configs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     launcher = launcher or Launcher()

@@ -79,7 +79,7 @@ from featlearn.studies.plan import (
     paper_numbers,
 )
 from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.trials import BuildRun, Launcher, default_build
+from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build
 
 
 # ---------------------------------------------------------------------- running the items
@@ -810,5 +810,5 @@ def reproduce_command(argv: list[str], build: BuildRun) -> Reproduction | str:
         data_root=args.data_root,
         launcher=Launcher.from_args(args, Path(args.out) / "submitit"),
         build=build,
-        flag=lambda name: "--" + name.replace("_", "-"),
+        flag=cli_flag,
     )

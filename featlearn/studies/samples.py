@@ -71,9 +71,11 @@ from featlearn.studies.trials import (
     BuildRun,
     Launcher,
     Trial,
+    cli_flag,
     default_build,
     load_yaml,
     merge_configs,
+    merge_experiment,
     run_trials,
     set_path,
     tensorboard_logger,
@@ -720,14 +722,7 @@ def samples(
                 f"{flag('only')} names {missing} are not in the study {str(study_name)!r}; its methods are {names}."
             )
         methods = [m for m in methods if m.name in only]
-    experiment: dict = {}
-    names = []
-    for config in configs:
-        if isinstance(config, Mapping):
-            experiment, _ = merge_configs(experiment, dict(config)), names.append("overrides")
-        else:
-            experiment = merge_configs(experiment, load_yaml(resolve_config(config), "--config"))
-            names.append(str(config))
+    experiment, names = merge_experiment(configs)
     out = Path(out)
     launcher = launcher or Launcher()
     if launcher.folder is None:
@@ -835,7 +830,7 @@ def samples_command(argv: list[str], build: BuildRun) -> SampleComplexityResult:
         overwrite=args.overwrite,
         launcher=Launcher.from_args(args, Path(args.out) / "submitit"),
         build=build,
-        flag=lambda name: "--" + name.replace("_", "-"),
+        flag=cli_flag,
     )
     print((study.out / "samples.md").read_text(), flush=True)
     print(f"[samples] study done in {study.seconds:.1f} s; {study.out / 'samples.png'}", flush=True)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from featlearn.config_files import resolve_config
 from featlearn.contracts import Relabelable
-from featlearn.studies.trials import BuildRun, default_build, load_yaml, merge_configs
+from featlearn.studies.trials import BuildRun, cli_flag, default_build, merge_experiment
 from featlearn.teacher import first_local_minimum
 
 
@@ -89,10 +88,7 @@ def teacher_check(
     teacher_sizes = [] if wants_chosen and not given else sizes(given, flag("teacher_sizes"))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    experiment: dict = {}
-    for config in configs:  # one file, the check's record of its experiment, which the run is built from
-        part = dict(config) if isinstance(config, Mapping) else load_yaml(resolve_config(config), "--config")
-        experiment = merge_configs(experiment, part)
+    experiment, _ = merge_experiment(configs)  # one file, the check's record, which the run is built from
     (out / "config.yaml").write_text(yaml.safe_dump(experiment, sort_keys=False))
     cli_args = ["--config", str(out / "config.yaml"), "--trainer.logger", "false"]
     argv_before, sys.argv = sys.argv, sys.argv[:1]  # the CLI warns when sys.argv holds other arguments
@@ -236,7 +232,7 @@ def teacher_check_command(argv: list[str], build: BuildRun) -> TeacherSizeCheck:
         teacher_sizes=args.teacher_sizes,
         student_sizes=args.student_sizes,
         build=build,
-        flag=lambda name: "--" + name.replace("_", "-"),
+        flag=cli_flag,
     )
     for result in check.rows:
         print(f"teacher m = {result['teacher_size']}: students' minimum at m = {result['student_minimum']}")

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +45,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
+from featlearn.config_files import resolve_config
 from featlearn.contracts import Learner
 from featlearn.runner.registry import config_class
 
@@ -117,6 +118,29 @@ def _replaces(old: dict, new: dict) -> bool:
     if old_class is None or new_class is None:  # unknown here: merge, and let LightningCLI judge
         return False
     return not issubclass(new_class, old_class)
+
+
+def merge_experiment(configs) -> tuple[dict, list[str]]:
+    """One experiment from configs given in order: shipped names, paths, or mappings already loaded.
+
+    Merged by :func:`merge_configs` (LightningCLI's rule for ``--config`` files); also returns a
+    name per config for titles (``overrides`` for a mapping).
+    """
+    experiment: dict = {}
+    names = []
+    for config in configs:
+        if isinstance(config, Mapping):
+            experiment = merge_configs(experiment, dict(config))
+            names.append("overrides")
+        else:
+            experiment = merge_configs(experiment, load_yaml(resolve_config(config), "--config"))
+            names.append(str(config))
+    return experiment, names
+
+
+def cli_flag(name: str) -> str:
+    """How the command line spells a study's parameter: ``tune_seeds`` -> ``--tune-seeds``."""
+    return "--" + name.replace("_", "-")
 
 
 def set_path(config: dict, path: str, value, where: str) -> None:
