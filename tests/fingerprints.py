@@ -1,6 +1,6 @@
 """Fingerprints of the shipped experiments' smoke runs: the numbers a refactor must not move.
 
-Every smoke test of a shipped experiment or overlay (tests/featlearn/cli/test_lightning.py) ends with
+Every smoke test of a shipped experiment or overlay (tests/featlearn/runner/test_lightning.py) ends with
 :func:`check_fingerprint`: the run's test loss, test error and the sum of |theta| over the
 learner's floating-point state must equal a recording in ``data/smoke_fingerprints.json``
 (to 1e-5 relative: a changed summation order may move the last bits, a changed computation
@@ -12,7 +12,7 @@ from). Those differ in the last bits, and Shi's smoke runs amplify that to 0.4% 
 loss (shi_parity: 1.99993 on one, 2.00769 on the other), so the file keeps a recording per
 kind (:func:`machine_kind`: the CPU's vendor and torch's vector capability) and a run passes
 when it matches one of them.
-``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/cli/test_lightning.py`` records this
+``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/runner/test_lightning.py`` records this
 machine's kind anew, on purpose, when a change is meant to move the numbers (then record
 the other kinds too, or drop their entries for the experiments that moved).
 """

@@ -37,7 +37,7 @@ from featlearn.studies.compare import DEFAULT_METHODS, compare_command, load_met
 from featlearn.studies.samples import samples_command
 
 from .conftest import CONFIGS, grouped
-from .featlearn.cli.test_lightning import OVERLAYS, overlay_base
+from .featlearn.runner.test_lightning import OVERLAYS, overlay_base
 from .featlearn.studies.test_compare import TINY
 
 pytestmark = [
