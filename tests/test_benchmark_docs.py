@@ -36,3 +36,12 @@ def test_tune_seeds_tables_are_the_recorded_run():
     record = json.loads((BENCHMARKS / "results" / "tune_seeds.json").read_text())
     readme = (BENCHMARKS / "README.md").read_text()
     assert "\n".join(bench.table_lines(record)) in readme
+
+
+def test_halving_table_is_the_recorded_run():
+    bench = load_benchmark("bench_halving")
+    record = json.loads((BENCHMARKS / "results" / "halving.json").read_text())
+    readme = (BENCHMARKS / "README.md").read_text()
+    assert "\n".join(bench.table_lines(record)) in readme
+    for methods in record["experiments"].values():  # the ratio the table states is its own two counts'
+        assert all(0 < row["steps_halving"] <= row["steps_full"] for row in methods.values())

@@ -155,7 +155,7 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
         }
     methods = []
     for name, spec in entries.items():
-        spec = {} if spec is None else spec
+        spec = {} if spec is None else copy.deepcopy(spec)  # a YAML alias shares one mapping between methods
         if not isinstance(spec, dict):
             raise ValueError(f"Method {name!r} in {str(path)!r} must be a mapping of overrides, got {spec!r}.")
         unknown = set(spec) - _METHOD_KEYS
@@ -202,6 +202,8 @@ class CompareOptions:
             (:mod:`featlearn.studies.halving`; None: every point to ``max_steps``).
         grid_members: Most ensemble members of one tuning fit (None: :func:`default_grid_members`).
         overwrite: Discard results in ``out`` whose config changed (else: refuse).
+        halving_only: With ``halving``, halve only these methods' grids (None: every grid);
+            the others train every point to ``max_steps``.
     """
 
     seeds: int = 5
@@ -210,6 +212,11 @@ class CompareOptions:
     halving: int | None = None
     grid_members: int | None = None
     overwrite: bool = False
+    halving_only: tuple[str, ...] | None = None
+
+    def halves(self, method: str) -> bool:
+        """Whether ``method``'s grid is searched by successive halving."""
+        return bool(self.halving) and (self.halving_only is None or method in self.halving_only)
 
     def problem(self, flag: Callable[[str], str] = str) -> str | None:
         """The first option out of range, said with its name as ``flag`` writes it; None if all hold."""
@@ -221,6 +228,8 @@ class CompareOptions:
             return f"{flag('tune_seeds')} must be between 1 and {flag('seeds')} ({self.seeds}), got {self.tune_seeds}."
         if self.halving is not None and self.halving < 2:
             return f"{flag('halving')} must be an integer >= 2 (a rung keeps the best 1/ETA), got {self.halving}."
+        if self.halving_only is not None and not self.halving:
+            return f"{flag('halving_only')} names the grids to halve: give {flag('halving')} ETA too."
         if self.grid_members is not None and self.grid_members < 1:
             return f"{flag('grid_members')} must be >= 1, got {self.grid_members}."
         return None
@@ -524,21 +533,25 @@ def tune_methods(
         return {}
     seeds = options.tune_seeds
     # Tuning on the first K of the seeds, or by halving, has folders of its own: beside the full grid, never mixed.
-    tuning = out / ("tuning" if seeds == options.seeds else f"tuning_{seeds}_seeds")
-    if options.halving:
-        tuning = tuning.with_name(f"{tuning.name}_halving_{options.halving}")
-    points = sum(len(grid) for grid in grids.values())
+    full_folder = out / ("tuning" if seeds == options.seeds else f"tuning_{seeds}_seeds")
+    halving_folder = full_folder.with_name(f"{full_folder.name}_halving_{options.halving}")
     run = lambda trials: run_trials(  # noqa: E731
         trials, build, launcher, overwrite=options.overwrite, changed=changed, log=log, divergence_ok=True
     )
-    if options.halving:
+    halved = {name: grid for name, grid in grids.items() if options.halves(name)}
+    full = {name: grid for name, grid in grids.items() if name not in halved}
+    scores = {}
+    if full:
+        points = sum(len(grid) for grid in full.values())
+        chosen = [m for m in methods if m.name in full]
+        scores.update(_grid_scores(chosen, full, experiment, options, out, full_folder, build, run, log, points))
+    if halved:
         log(
-            f"tuning {', '.join(grids)} by successive halving (eta = {options.halving}) on the validation set of "
-            f"{seeds} seed(s): {points} grid point(s)"
+            f"tuning {', '.join(halved)} by successive halving (eta = {options.halving}) on the validation set of "
+            f"{seeds} seed(s): {sum(len(grid) for grid in halved.values())} grid point(s)"
         )
-        scores = _halving_scores(methods, grids, experiment, options, out, tuning, build, run, log)
-    else:
-        scores = _grid_scores(methods, grids, experiment, options, out, tuning, build, run, log, points)
+        chosen = [m for m in methods if m.name in halved]
+        scores.update(_halving_scores(chosen, halved, experiment, options, out, halving_folder, build, run, log))
     tuned, rows = {}, []
     for method in methods:
         best = None
@@ -566,17 +579,21 @@ def tune_methods(
                 "val_acc": best[1],
                 "edge": edge,
                 "seeds": seeds,
-                "halving": options.halving,
+                "halving": options.halving if method.name in halved else None,
             }
             log(f"{method.name}: chose {best[0]} (val acc {best[1]:.2f}%)")
             if edge:
                 log(f"{method.name}: WARNING: {', '.join(edge)} chose the end of its grid; extend the grid past it.")
-    with open(tuning.with_suffix(".csv"), "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "steps", "chosen", "note"])
-        for name, values, mean, std, steps, note in rows:
-            chosen = int(tuned[name]["values"] == values)
-            writer.writerow([name, json.dumps(values), _num(mean), _num(std), steps, chosen, note])
+    for folder, names in ((full_folder, full), (halving_folder, halved)):  # a list beside each folder of points
+        if not names:
+            continue
+        with open(folder.with_suffix(".csv"), "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["method", "values", "val_acc_mean", "val_acc_std", "steps", "chosen", "note"])
+            for name, values, mean, std, steps, note in rows:
+                if name in names:
+                    chosen = int(tuned[name]["values"] == values)
+                    writer.writerow([name, json.dumps(values), _num(mean), _num(std), steps, chosen, note])
     return tuned
 
 
@@ -853,6 +870,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "own). Default: the full grid, every point to max_steps.",
     )
     parser.add_argument(
+        "--halving-only",
+        nargs="+",
+        default=None,
+        metavar="METHOD",
+        help="With --halving: halve only these methods' grids (names as in the methods file); the others train "
+        "every point to max_steps.",
+    )
+    parser.add_argument(
         "--grid-members",
         type=int,
         default=None,
@@ -878,6 +903,7 @@ def options_of(args: argparse.Namespace) -> CompareOptions:
         halving=args.halving,
         grid_members=args.grid_members,
         overwrite=args.overwrite,
+        halving_only=tuple(args.halving_only) if args.halving_only else None,
     )
     return options if options.problem() else options.resolved(args.slurm_gpus)
 

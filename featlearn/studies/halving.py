@@ -57,9 +57,7 @@ def rung_steps(total: int, points: int, eta: int) -> list[int]:
     return steps
 
 
-def survivors(
-    scores: list[float | None], eta: int, last: bool, errors: list[float] | None = None
-) -> list[int]:
+def survivors(scores: list[float | None], eta: int, last: bool, errors: list[float] | None = None) -> list[int]:
     r"""The points that go on to the next rung: the best 1/eta, and every point within noise of them.
 
     The best ``ceil(m / eta)`` of the ``m`` points that did not diverge go on. A rung ranks

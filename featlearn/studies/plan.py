@@ -153,6 +153,11 @@ def load_plan(paper: str) -> Plan:
                 f"Plan {path}: scale {name!r}: halving must be an integer >= 2 (successive halving's reduction "
                 f"factor), got {halving!r}."
             )
+        only = scale.get("halving_only")
+        if only is not None and not (halving and isinstance(only, list) and all(isinstance(n, str) for n in only)):
+            raise ValueError(
+                f"Plan {path}: scale {name!r}: halving_only must be a list of method names, with halving set."
+            )
     items = []
     for entry in content.get("items") or []:
         known = {f for f in Item.__dataclass_fields__}

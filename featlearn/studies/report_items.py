@@ -60,7 +60,8 @@ def compare_options(plan: Plan, args: RunSettings) -> CompareOptions:
     return CompareOptions(
         seeds=scale["seeds"],
         tune_seeds=scale.get("tune_seeds"),  # choose grid points on the first K seeds, run the chosen on all
-        halving=scale.get("halving"),  # successive halving of the tuning grids
+        halving=scale.get("halving"),  # successive halving of the tuning grids (of halving_only's, if given)
+        halving_only=tuple(scale["halving_only"]) if scale.get("halving_only") else None,
         grid_members=args.grid_members,
         overwrite=args.overwrite,
     )

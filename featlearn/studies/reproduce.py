@@ -522,11 +522,12 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
         tuned = outcome.get("tuned") or {}
         tune_seeds = plan.scales[args.scale].get("tune_seeds")
         on = f" of the first {tune_seeds} seeds" if tune_seeds and tune_seeds < plan.scales[args.scale]["seeds"] else ""
-        if plan.scales[args.scale].get("halving"):
-            on += f" by successive halving (eta = {plan.scales[args.scale]['halving']})"
+        scale = plan.scales[args.scale]
         for method, values in tuned.items():
             chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
-            md += ["", f"{method} tuned on the validation set{on}: {chosen}."]
+            halved = scale.get("halving") and method in (scale.get("halving_only") or [method])
+            by = f" by successive halving (eta = {scale['halving']})" if halved else ""
+            md += ["", f"{method} tuned on the validation set{on}{by}: {chosen}."]
         pictures = ITEM_KINDS[item.kind].pictures(item, outcome, out / "figures") if outcome["status"] == "run" else []
         figures[item.id] = pictures
         if pictures:  # one paragraph: side by side on GitHub, a grid in the HTML page

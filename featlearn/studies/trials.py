@@ -203,8 +203,20 @@ class Trial:
 
     @property
     def digest(self) -> str:
-        """SHA-256 of :attr:`text`: a result is reused only for the same digest."""
-        return hashlib.sha256(self.text.encode()).hexdigest()
+        """SHA-256 of the config as YAML but for where it writes: a result is reused only for the same digest.
+
+        ``trainer.default_root_dir`` and ``ckpt_path`` (a halving rung's checkpoint folder and the
+        checkpoint it resumes, :func:`~featlearn.studies.compare.rung_config`) say where, not
+        what: a study's folder moved or copied elsewhere keeps its results. A config without
+        them is digested as :attr:`text`.
+        """
+        config = self.config
+        located = "ckpt_path" in config or "default_root_dir" in (config.get("trainer") or {})
+        if located:
+            config = {key: value for key, value in config.items() if key != "ckpt_path"}
+            config["trainer"] = {k: v for k, v in (config.get("trainer") or {}).items() if k != "default_root_dir"}
+        text = yaml.safe_dump(config, sort_keys=False) if located else self.text
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @property
     def config_path(self) -> Path:  # noqa: D102

@@ -621,3 +621,22 @@ def test_compare_called_from_python_takes_mappings_and_returns_a_comparison(tmp_
     assert set(comparison.seconds) == {"Network", "RF"} and comparison.tuned == {} and comparison.skipped == {}
     with pytest.raises(ValueError, match=r"tune_seeds must be between 1 and seeds \(2\), got 3"):
         compare([TINY], tmp_path / "p", build=build_cli, options=compare_module.CompareOptions(seeds=2, tune_seeds=3))
+
+
+def test_halving_only_halves_the_named_grids_and_trains_the_others_to_the_end(tmp_path):
+    config = write_config(
+        tmp_path, merge_configs(TINY, {"trainer": {"max_steps": 6}, "data": {"init_args": {"val_size": 300}}})
+    )
+    rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 0.5, 1.0]}}
+    methods = tmp_path / "methods.yaml"
+    methods.write_text(yaml.safe_dump({"methods": {"RF": rf, "RF again": rf}}))
+    options = compare_module.CompareOptions(seeds=2, halving=3, halving_only=("RF",))
+    comparison = compare([config], tmp_path / "o", methods=methods, options=options, build=build_cli)
+    halved = list(csv.DictReader(open(tmp_path / "o" / "tuning_halving_3.csv")))
+    full = list(csv.DictReader(open(tmp_path / "o" / "tuning.csv")))
+    assert {r["method"] for r in halved} == {"RF"} and {r["method"] for r in full} == {"RF again"}
+    assert {r["steps"] for r in full} == {"6"}  # every point of a grid not named trains to max_steps
+    assert comparison.tuned["RF"]["halving"] == 3 and comparison.tuned["RF again"]["halving"] is None
+    assert compare_module.CompareOptions(halving_only=("RF",)).problem() == (
+        "halving_only names the grids to halve: give halving ETA too."
+    )

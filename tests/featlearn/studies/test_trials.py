@@ -473,3 +473,14 @@ def test_slurm_options_reach_the_executor_and_local_jobs_get_no_slurm_settings(t
     local = Launcher.from_args(parse("--launcher", "submitit-local"), tmp_path).executor()
     assert local.cluster == "local"
     assert local.parameters == {"name": "featlearn-trial", "timeout_min": 60, "cpus_per_task": 2, "mem_gb": 16}
+
+
+def test_a_trial_s_digest_leaves_out_where_it_writes_so_a_moved_study_keeps_its_results(tmp_path):
+    config = {"trainer": {"max_steps": 3}, "model": {"class_path": "TwoLayerNet"}}
+    here = Trial("a", tmp_path / "a", {**config, "ckpt_path": "/x/last.ckpt",
+                                       "trainer": {**config["trainer"], "default_root_dir": "/x"}})  # fmt: skip
+    there = Trial("a", tmp_path / "b", {**config, "ckpt_path": "/y/last.ckpt",
+                                        "trainer": {**config["trainer"], "default_root_dir": "/y"}})  # fmt: skip
+    assert here.digest == there.digest == Trial("a", tmp_path, config).digest
+    assert Trial("a", tmp_path, {**config, "trainer": {"max_steps": 4}}).digest != here.digest
+    assert Trial("a", tmp_path, config).digest == hashlib.sha256(Trial("a", tmp_path, config).text.encode()).hexdigest()
