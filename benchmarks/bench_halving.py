@@ -6,7 +6,7 @@ best third of those to T (``--halving 3``; :mod:`featlearn.studies.halving`). Th
 what is computed, so what must not change is what tuning decides. For each experiment
 (default E.1.1 ``shi_parity`` and E.1.2 ``shi_interval``, every tuned method, all 5 seeds)
 this script runs compare's tuning both ways in one process
-(:func:`featlearn.studies.compare.tune_methods`, without and with ``--halving``) and
+(:func:`featlearn.studies.tuning.tune_methods`, without and with ``--halving``) and
 records, per method:
 
 * the values each side chooses, and the digest of the method's own run each choice leads
@@ -33,8 +33,10 @@ from pathlib import Path
 
 from featlearn.config_files import resolve_config
 from featlearn.runner.lightning import build_cli
-from featlearn.studies.compare import load_methods, method_config, options_of, parse_args, tune_methods
+from featlearn.studies.compare import options_of, parse_args
+from featlearn.studies.methods import load_methods, method_config
 from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
+from featlearn.studies.tuning import tune_methods
 
 warnings.filterwarnings("ignore")
 

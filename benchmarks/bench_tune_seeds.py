@@ -5,10 +5,10 @@ The Shi ``cpu`` report chooses every grid point on the first K = 2 of its 5 seed
 all 5. This lever changes what is computed, so what must not change is what tuning
 decides: for each experiment (default E.1.1 ``shi_parity`` and E.1.2 ``shi_interval``,
 every tuned method of ``compare/shi``), this script runs compare's tuning both ways in one
-process (:func:`featlearn.studies.compare.tune_methods`: ``--tune-seeds 5`` and
+process (:func:`featlearn.studies.tuning.tune_methods`: ``--tune-seeds 5`` and
 ``--tune-seeds 2``) and prints, per method, the chosen values of each, whether they are
 equal, and the digest of the method's own run that each choice leads to. A method's run
-is a function of its chosen values alone (:func:`~featlearn.studies.compare.method_config`),
+is a function of its chosen values alone (:func:`~featlearn.studies.methods.method_config`),
 so equal digests mean the same run, hence the same table and the same verdicts. The JSON
 file also keeps each side's tuning seconds (the sum of its trials' recorded times).
 
@@ -27,8 +27,10 @@ from pathlib import Path
 
 from featlearn.config_files import resolve_config
 from featlearn.runner.lightning import build_cli
-from featlearn.studies.compare import load_methods, method_config, options_of, parse_args, tune_methods
+from featlearn.studies.compare import options_of, parse_args
+from featlearn.studies.methods import load_methods, method_config
 from featlearn.studies.trials import Launcher, Trial, load_yaml, merge_configs
+from featlearn.studies.tuning import tune_methods
 
 warnings.filterwarnings("ignore")
 

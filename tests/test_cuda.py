@@ -33,7 +33,8 @@ from featlearn.datamodules import BooleanXOR, SparseCoding
 from featlearn.datamodules.base import SyntheticDataModule
 from featlearn.models import LinearizedTwoLayerNet, SteppedFeatureProbe, TwoLayerNet
 from featlearn.models.base import ScheduledSGDModule
-from featlearn.studies.compare import DEFAULT_METHODS, compare_command, load_methods
+from featlearn.studies.compare import compare_command
+from featlearn.studies.methods import DEFAULT_METHODS, load_methods
 from featlearn.studies.samples import samples_command
 
 from .conftest import CONFIGS, grouped

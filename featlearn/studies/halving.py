@@ -17,7 +17,7 @@ that point. What halving can change is *which* points reach T: a point that is b
 early but best at T is dropped. So the choice equals the full grid's only where the full
 grid's best point survives every rung, which ``benchmarks/bench_halving.py`` checks side by side.
 
-This module holds the arithmetic (pure functions); :func:`featlearn.studies.compare.tune_methods`
+This module holds the arithmetic (pure functions); :func:`featlearn.studies.tuning.tune_methods`
 runs the rungs.
 """
 

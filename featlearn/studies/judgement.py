@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from featlearn.studies.compare import summarize
+from featlearn.studies.trials import summarize
 
 #: What a verdict can be, in the order reports count them.
 VERDICTS = ("reproduced", "differs", "uninformative", "not run")

@@ -27,18 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from featlearn.studies.compare import (
-    DEFAULT_METHODS,
-    CompareOptions,
-    Comparison,
-    Method,
-    MethodNotApplicable,
-    compare,
-)
+from featlearn.studies.compare import Comparison, compare
+from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan, RunSettings
 from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
 from featlearn.studies.trials import BuildRun
+from featlearn.studies.tuning import CompareOptions
 
 
 class ItemKind(Protocol):
@@ -55,7 +50,7 @@ class ItemKind(Protocol):
 
 
 def compare_options(plan: Plan, args: RunSettings) -> CompareOptions:
-    """The :class:`~featlearn.studies.compare.CompareOptions` of a compare-based item at the report's scale."""
+    """The :class:`~featlearn.studies.tuning.CompareOptions` of a compare-based item at the report's scale."""
     scale = plan.scales[args.scale]
     return CompareOptions(
         seeds=scale["seeds"],

@@ -64,7 +64,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featlearn.studies.compare import summarize
 from featlearn.studies.judgement import TRIVIAL_SETS, VERDICTS, column_relation, judge
 from featlearn.studies.plan import (
     COLUMNS,
@@ -79,7 +78,7 @@ from featlearn.studies.plan import (
     paper_numbers,
 )
 from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build
+from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build, summarize
 
 
 # ---------------------------------------------------------------------- running the items

@@ -31,6 +31,7 @@ import argparse
 import gc
 import hashlib
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -206,7 +207,7 @@ class Trial:
         """SHA-256 of the config as YAML but for where it writes: a result is reused only for the same digest.
 
         ``trainer.default_root_dir`` and ``ckpt_path`` (a halving rung's checkpoint folder and the
-        checkpoint it resumes, :func:`~featlearn.studies.compare.rung_config`) say where, not
+        checkpoint it resumes, :func:`~featlearn.studies.tuning.rung_config`) say where, not
         what: a study's folder moved or copied elsewhere keeps its results. A config without
         them is digested as :attr:`text`.
         """
@@ -562,3 +563,19 @@ def run_trials(
             if on_result is not None:
                 on_result(trial, results[trial.label])
     return {trial.label: results[trial.label] for trial in trials}
+
+
+# ---------------------------------------------------------------------- numbers
+def summarize(values: list[float] | None) -> tuple[float | None, float | None, int]:
+    """(mean, sample std with ddof 1, n); (None, None, 0) when not measured; std None for one seed."""
+    if not values:
+        return None, None, 0
+    n = len(values)
+    mean = math.fsum(values) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+    return mean, std, n
+
+
+def csv_number(value: float | None) -> str:
+    """A number as a CSV cell: empty when not measured."""
+    return "" if value is None else repr(float(value))

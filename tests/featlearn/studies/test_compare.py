@@ -14,13 +14,14 @@ import featlearn.studies.trials as trials_module
 from featlearn.callbacks.alignment import feature_alignment
 from featlearn.cli import build_cli
 from featlearn.cli.main import main
-from featlearn.studies.compare import Method, compare, compare_command, load_methods, summarize
-from featlearn.studies.trials import merge_configs
+from featlearn.studies.compare import compare, compare_command
+from featlearn.studies.methods import Method, load_methods
+from featlearn.studies.trials import merge_configs, summarize
 
 from ...conftest import CONFIGS  # noqa: TID252
 
-# The module, not the function featlearn.studies exports under the same name.
-compare_module = importlib.import_module("featlearn.studies.compare")
+methods_module = importlib.import_module("featlearn.studies.methods")
+tuning_module = importlib.import_module("featlearn.studies.tuning")
 
 PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
 # Then the figures' NTK and RF without input structure (not in the paper's tables).
@@ -183,15 +184,15 @@ def test_one_and_two_step_keep_the_first_layer_of_the_processs_first_steps(compa
 
 def test_reshaping_holds_the_first_layer_arguments_the_learner_declares():
     method = Method("Frozen", freeze_first_layer_from=2)
-    with pytest.raises(compare_module.MethodNotApplicable, match="TwoLayerNet declares no first-layer arguments.*sets"):
-        compare_module.reshape_process({"model": {"class_path": "TwoLayerNet", "init_args": {"lr_a": 0.1}}}, method)
-    with pytest.raises(compare_module.MethodNotApplicable, match="ModuleClassifier declares no first-layer"):
-        compare_module.reshape_process({"model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}}, method)
+    with pytest.raises(methods_module.MethodNotApplicable, match="TwoLayerNet declares no first-layer arguments.*sets"):
+        methods_module.reshape_process({"model": {"class_path": "TwoLayerNet", "init_args": {"lr_a": 0.1}}}, method)
+    with pytest.raises(methods_module.MethodNotApplicable, match="ModuleClassifier declares no first-layer"):
+        methods_module.reshape_process({"model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}}, method)
     config = {
         "model": {"class_path": "featlearn.models.TwoLayerNet", "init_args": {"lr": 0.1, "lr_a": 0.5}},
         "trainer": {"max_steps": 10},
     }
-    compare_module.reshape_process(config, Method("One", skip_steps=(2,), freeze_first_layer_from=2))
+    methods_module.reshape_process(config, Method("One", skip_steps=(2,), freeze_first_layer_from=2))
     held = [{"start": 1, "end": 1, "value": 0.1}, {"start": 2, "value": 0.0}]
     assert config["model"]["init_args"]["lr_w"] == held  # lr_w followed lr: set from it, then held
     assert "lr_b" not in config["model"]["init_args"]  # lr_b follows the held lr_w
@@ -471,11 +472,11 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
 
 def test_a_choice_at_the_end_of_a_grid_is_flagged():
     grid = {"model.init_args.lr": [1e-5, 1e-4, 1e-3], "model.init_args.loss": ["hinge", "logistic", "x"]}
-    assert compare_module.grid_edges(grid, {"model.init_args.lr": 1e-5, "model.init_args.loss": "x"}) == [
+    assert tuning_module.grid_edges(grid, {"model.init_args.lr": 1e-5, "model.init_args.loss": "x"}) == [
         "model.init_args.lr"
     ]
-    assert compare_module.grid_edges(grid, {"model.init_args.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
-    assert compare_module.grid_edges({"a": [1.0, 2.0]}, {"a": 2.0}) == []  # two points have no inside
+    assert tuning_module.grid_edges(grid, {"model.init_args.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
+    assert tuning_module.grid_edges({"a": [1.0, 2.0]}, {"a": 2.0}) == []  # two points have no inside
 
 
 def test_merge_configs_lets_a_class_spec_replace_a_plain_mapping_as_lightning_cli_does():
@@ -610,7 +611,7 @@ def test_compare_called_from_python_takes_mappings_and_returns_a_comparison(tmp_
         tmp_path / "o",
         build=build_cli,
         only=["Network", "RF"],
-        options=compare_module.CompareOptions(seeds=2),
+        options=tuning_module.CompareOptions(seeds=2),
         tune=False,
     )
     assert list(comparison) == ["Network", "RF"] and comparison.out == tmp_path / "o"
@@ -620,7 +621,7 @@ def test_compare_called_from_python_takes_mappings_and_returns_a_comparison(tmp_
     assert seeds == 2 and float(row[2]) == pytest.approx(mean, abs=1e-4)
     assert set(comparison.seconds) == {"Network", "RF"} and comparison.tuned == {} and comparison.skipped == {}
     with pytest.raises(ValueError, match=r"tune_seeds must be between 1 and seeds \(2\), got 3"):
-        compare([TINY], tmp_path / "p", build=build_cli, options=compare_module.CompareOptions(seeds=2, tune_seeds=3))
+        compare([TINY], tmp_path / "p", build=build_cli, options=tuning_module.CompareOptions(seeds=2, tune_seeds=3))
 
 
 def test_halving_only_halves_the_named_grids_and_trains_the_others_to_the_end(tmp_path):
@@ -630,13 +631,13 @@ def test_halving_only_halves_the_named_grids_and_trains_the_others_to_the_end(tm
     rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 0.5, 1.0]}}
     methods = tmp_path / "methods.yaml"
     methods.write_text(yaml.safe_dump({"methods": {"RF": rf, "RF again": rf}}))
-    options = compare_module.CompareOptions(seeds=2, halving=3, halving_only=("RF",))
+    options = tuning_module.CompareOptions(seeds=2, halving=3, halving_only=("RF",))
     comparison = compare([config], tmp_path / "o", methods=methods, options=options, build=build_cli)
     halved = list(csv.DictReader(open(tmp_path / "o" / "tuning_halving_3.csv")))
     full = list(csv.DictReader(open(tmp_path / "o" / "tuning.csv")))
     assert {r["method"] for r in halved} == {"RF"} and {r["method"] for r in full} == {"RF again"}
     assert {r["steps"] for r in full} == {"6"}  # every point of a grid not named trains to max_steps
     assert comparison.tuned["RF"]["halving"] == 3 and comparison.tuned["RF again"]["halving"] is None
-    assert compare_module.CompareOptions(halving_only=("RF",)).problem() == (
+    assert tuning_module.CompareOptions(halving_only=("RF",)).problem() == (
         "halving_only names the grids to halve: give halving ETA too."
     )

@@ -18,8 +18,8 @@ import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
-from featlearn.studies.compare import load_methods
 from featlearn.studies.judgement import VERDICTS, column_relation
+from featlearn.studies.methods import load_methods
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.reproduce import (
