@@ -323,6 +323,12 @@ def compare(
     options = options.resolved(launcher.gpus_per_trial if launcher else 0)
     methods_file, only = methods, list(only) if only else None
     listed = load_methods(resolve_config(methods_file), only)
+    unknown = sorted(set(options.halving_only or ()) - {method.name for method in listed})
+    if unknown:  # a misspelt name would silently train its grid in full
+        raise ValueError(
+            f"halving_only names {unknown}, which are not methods of {str(methods_file)!r}: "
+            f"{[method.name for method in listed]}."
+        )
     experiment, names = merge_experiment(configs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

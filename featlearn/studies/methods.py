@@ -235,9 +235,9 @@ def _structure_free_overrides(config: dict) -> dict:
     data_class = config_class(data["class_path"])
     if not isinstance(data_class, type):
         raise ValueError(f"data.class_path {data['class_path']!r} is not a class featlearn can find.")
-    model = data_class(**copy.deepcopy(data.get("init_args") or {}))
+    data_model = data_class(**copy.deepcopy(data.get("init_args") or {}))
     try:
-        return model.structure_free_overrides()
+        return data_model.structure_free_overrides()
     except NotImplementedError as err:
         fix = "Drop the 'without structure' method (--only) for this experiment."
         raise MethodNotApplicable(str(err), fix) from err

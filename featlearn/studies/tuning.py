@@ -156,13 +156,7 @@ def tune_methods(
             if "diverged" in metrics:  # a rate too large for this experiment: not a candidate
                 rows.append([method.name, values, None, None, steps, "diverged"])
                 continue
-            accuracy = metrics.get("val_acc")
-            if accuracy is None:
-                raise ValueError(
-                    f"Tuning {method.name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
-                    f"--no-tune to use the methods file's values."
-                )
-            mean, std, _ = summarize(accuracy)
+            mean, std, _ = summarize(validation_accuracy(method.name, metrics))
             rows.append([method.name, values, mean, std, steps, "" if final else "dropped by successive halving"])
             if final and (best is None or mean > best[1]):
                 best = (values, mean)
@@ -191,6 +185,20 @@ def tune_methods(
                     chosen = int(tuned[name]["values"] == values)
                     writer.writerow([name, json.dumps(values), csv_number(mean), csv_number(std), steps, chosen, note])
     return tuned
+
+
+def validation_accuracy(method: str, metrics: dict) -> list[float]:
+    """A tuning trial's per-seed validation accuracies, what every choice of a grid reads.
+
+    Raises:
+        ValueError: The trial measured none (the data model has no validation set).
+    """
+    if metrics.get("val_acc") is None:
+        raise ValueError(
+            f"Tuning {method!r} needs a validation set: set data.init_args.val_size > 0, or pass "
+            f"--no-tune to use the methods file's values."
+        )
+    return metrics["val_acc"]
 
 
 def _grid_scores(methods, grids, experiment, options, out, tuning, build, run, log, points) -> dict:
@@ -238,8 +246,8 @@ def _grid_scores(methods, grids, experiment, options, out, tuning, build, run, l
 def _halving_scores(methods, grids, experiment, options, out, tuning, build, run, log) -> dict:
     """Successive halving of every grid, all methods' points of a rung in one batch of trials.
 
-    Returns (method, point) -> (metrics at the last rung the point reached, its steps,
-    whether that rung was the last, ``trainer.max_steps``).
+    Returns (method, point) -> (metrics at the last rung the point reached, that rung's
+    steps, whether that rung was the last).
     """
     alive, rungs, configs = {}, {}, {}
     for method in methods:
@@ -284,13 +292,8 @@ def _halving_scores(methods, grids, experiment, options, out, tuning, build, run
                 if "diverged" in metrics:
                     rung.append(None)
                     errors.append(None)
-                elif metrics.get("val_acc") is None:
-                    raise ValueError(
-                        f"Tuning {name!r} needs a validation set: set data.init_args.val_size > 0, or pass "
-                        f"--no-tune to use the methods file's values."
-                    )
                 else:
-                    mean, std, seeds = summarize(metrics["val_acc"])
+                    mean, std, seeds = summarize(validation_accuracy(name, metrics))
                     rung.append(mean)
                     errors.append(None if std is None else std / math.sqrt(seeds))
             alive[name] = [alive[name][i] for i in survivors(rung, options.halving, last, errors)]

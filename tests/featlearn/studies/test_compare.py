@@ -279,6 +279,8 @@ def test_without_structure_needs_a_data_model_that_has_it(tmp_path, capsys):
         (["--grid-members", "0"], "--grid-members must be >= 1"),
         (["--tune-seeds", "0"], "--tune-seeds must be between 1 and --seeds (5), got 0"),
         (["--seeds", "2", "--tune-seeds", "3"], "--tune-seeds must be between 1 and --seeds (2), got 3"),
+        (["--halving", "1"], "--halving must be an integer >= 2"),
+        (["--halving-only", "NTK"], "--halving-only names the grids to halve: give --halving ETA too"),
     ],
 )
 def test_bad_compare_options_are_refused(args, match, capsys):
@@ -641,3 +643,9 @@ def test_halving_only_halves_the_named_grids_and_trains_the_others_to_the_end(tm
     assert tuning_module.CompareOptions(halving_only=("RF",)).problem() == (
         "halving_only names the grids to halve: give halving ETA too."
     )
+
+
+def test_halving_only_refuses_a_name_the_methods_file_lacks(tmp_path):
+    options = tuning_module.CompareOptions(seeds=2, halving=3, halving_only=("NTK w/o structur",))
+    with pytest.raises(ValueError, match=r"halving_only names \['NTK w/o structur'\], which are not methods of"):
+        compare([TINY], tmp_path / "o", options=options, build=build_cli)

@@ -562,3 +562,21 @@ def test_a_pipe_in_a_method_or_column_name_stays_inside_its_table_cell():
     assert table[0] == "| Method | Growth of \\|\\|w_sig\\|\\| on S: log(RSS lin / RSS exp) |"
     assert table[2].startswith("| Network (\\|a\\| = 1) | 0.50 (paper > 0.00) ✓")
     assert all(line.count("|") - line.count("\\|") == 3 for line in table[:3])  # two cells, three separators
+
+
+@pytest.mark.parametrize(
+    ("scale", "match"),
+    [
+        ({"halving": 1}, r"scale 'cpu': halving must be an integer >= 2"),
+        ({"halving_only": ["NTK"]}, r"scale 'cpu': halving_only must be a list of method names, with halving set"),
+    ],
+)
+def test_a_plan_with_a_bad_halving_is_refused(tmp_path, monkeypatch, scale, match):
+    module = importlib.import_module("featlearn.studies.reproduce")  # the module, not the exported function
+    plan = tmp_path / "plan.yaml"
+    scales = {name: {"about": name, "seeds": 2} for name in SCALES}
+    scales["cpu"].update(scale)
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{"id": "A", "configs": ["glasgow_xor"]}]}))
+    monkeypatch.setitem(module.PAPERS, "mine", str(plan))
+    with pytest.raises(ValueError, match=match):
+        load_plan("mine")
