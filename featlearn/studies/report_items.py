@@ -27,8 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from featlearn.config_files import resolve_config
 from featlearn.studies.compare import Comparison, compare
-from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable
+from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan, RunSettings
 from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
@@ -49,14 +50,22 @@ class ItemKind(Protocol):
         """The pictures the kind shows, written into ``figures`` (a run outcome)."""
 
 
-def compare_options(plan: Plan, args: RunSettings) -> CompareOptions:
-    """The :class:`~featlearn.studies.tuning.CompareOptions` of a compare-based item at the report's scale."""
+def compare_options(plan: Plan, args: RunSettings, methods: list[str]) -> CompareOptions:
+    """The :class:`~featlearn.studies.tuning.CompareOptions` of a compare-based item at the report's scale.
+
+    A scale's ``halving_only`` names methods across the plan; an item halves those of its own
+    ``methods`` (its methods file, after ``only``), and none where it has none of them.
+    """
     scale = plan.scales[args.scale]
+    halving, halving_only = scale.get("halving"), None
+    if halving and scale.get("halving_only"):
+        halving_only = tuple(name for name in scale["halving_only"] if name in methods)
+        halving = halving if halving_only else None
     return CompareOptions(
         seeds=scale["seeds"],
         tune_seeds=scale.get("tune_seeds"),  # choose grid points on the first K seeds, run the chosen on all
-        halving=scale.get("halving"),  # successive halving of the tuning grids (of halving_only's, if given)
-        halving_only=tuple(scale["halving_only"]) if scale.get("halving_only") else None,
+        halving=halving,  # successive halving of the tuning grids
+        halving_only=halving_only or None,
         grid_members=args.grid_members,
         overwrite=args.overwrite,
     )
@@ -70,14 +79,16 @@ def run_compare(
     Not run: the data files are missing, or a method does not apply.
     """
     only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
+    methods = item.methods or plan.scales[args.scale].get("methods") or DEFAULT_METHODS
+    names = [method.name for method in load_methods(resolve_config(methods), only)]
     try:
         return compare(
             configs,
             folder,
             build=build,
-            methods=item.methods or plan.scales[args.scale].get("methods") or DEFAULT_METHODS,
+            methods=methods,
             only=only,
-            options=compare_options(plan, args),
+            options=compare_options(plan, args, names),
             launcher=replace(args.launcher, folder=folder / "submitit"),
         )
     except FileNotFoundError as err:  # real data a user places: say where

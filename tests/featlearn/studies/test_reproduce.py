@@ -580,3 +580,14 @@ def test_a_plan_with_a_bad_halving_is_refused(tmp_path, monkeypatch, scale, matc
     monkeypatch.setitem(module.PAPERS, "mine", str(plan))
     with pytest.raises(ValueError, match=match):
         load_plan("mine")
+
+
+def test_a_scale_s_halving_only_reaches_each_item_as_the_methods_it_has():
+    from featlearn.studies.report_items import compare_options
+
+    plan = load_plan("shi2022")
+    settings = RunSettings(scale="cpu")
+    table = compare_options(plan, settings, ["Network", "NTK", "NTK w/o structure", "RF"])
+    assert (table.halving, table.halving_only) == (3, ("NTK", "NTK w/o structure"))
+    network_only = compare_options(plan, settings, ["Network"])  # an item without the NTK: no halving at all
+    assert (network_only.halving, network_only.halving_only) == (None, None)
