@@ -13,10 +13,11 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows, batch_rows
 from featlearn.contracts import EvaluationData, require
-from featlearn.models.evaluation import MemberEvaluation
+from featlearn.models.evaluation import HeldOutLog, MemberEvaluation
 from featlearn.models.losses import LOSSES
 from featlearn.models.networks import repeat_streams
-from featlearn.models.sgd import DivergenceGuard, ScheduledSGD, member_metrics
+from featlearn.models.sgd import ScheduledSGD
+from featlearn.models.updates import UpdateRecord, world_size
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
 from featlearn.validation import check_choice, check_int, check_number
@@ -61,6 +62,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     convention). Since the members' objectives are summed, their gradients stay
     independent. The update runs under manual optimization so that the schedules,
     not an optimizer config, define the step.
+
+    **Its parts.** The update rule is a :class:`~featlearn.models.sgd.ScheduledSGD`
+    (:attr:`sgd`); what follows each update (the divergence check, the logged losses, the
+    train curves) an :class:`~featlearn.models.updates.UpdateRecord` (:attr:`updates`);
+    the held-out sums are torchmetrics metrics (:attr:`evaluation`), reduced and written by
+    the :class:`~featlearn.models.evaluation.HeldOutLog` callback. This class composes them
+    with Lightning's loop and the data model.
 
     **Writing a learner.** A subclass sets its network ``self.net`` (a plain ``nn.Module``),
     calls :meth:`set_parameter_groups` with its parameter groups and their rate and decay
@@ -155,8 +163,6 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.grid_points = grid_points
         #: S = G K, the members: every per-member tensor has S rows.
         self.ensemble_size = ensemble_size * grid_points
-        #: Grid members whose loss became NaN or infinite: member -> the first such update step.
-        self.diverged_members: dict[int, int] = {}
         self.max_members_logged = max_members_logged
         #: The run's data model, handed over by :meth:`connect_data` (None until then).
         self.data_model: Any = None
@@ -165,9 +171,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
         #: The update rule: parameter groups, their schedules, momentum, idle groups (:mod:`~featlearn.models.sgd`).
         self.sgd = ScheduledSGD(self.momentum)
-        #: The divergence check over the updates since the last logging step.
-        self.divergence = DivergenceGuard()
-        self.singled_out_steps: set[int] = set()
+        #: The divergence check, the logged member losses and the train curves after each update.
+        self.updates = UpdateRecord(self.streams, self.grid_points, max_members_logged)
+        #: Grid members whose loss became NaN or infinite: member -> the first such update step
+        #: (:attr:`updates`' dict, read by the studies).
+        self.diverged_members: dict[int, int] = self.updates.diverged_members
         self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
         if any(v > 1 for v in _segment_values(self.class_weighting)):
             raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
@@ -178,8 +186,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.positive_rate = positive_rate
         #: Per-member training losses (S,) at step 1 and at each logging step, on the CPU: step ->
         #: losses (the whole batch's, with several processes). Public: observers read it (e.g. to
-        #: flag a loss that grew by orders of magnitude).
-        self.logged_member_losses: dict[int, Tensor] = {}
+        #: flag a loss that grew by orders of magnitude). It is :attr:`updates`' dict.
+        self.logged_member_losses: dict[int, Tensor] = self.updates.logged_member_losses
         #: Per split, the sums over the set's chunks (and processes) of each member's loss and error.
         self.evaluation = nn.ModuleDict({"val": MemberEvaluation(), "test": MemberEvaluation()})
 
@@ -250,13 +258,14 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         return self.sgd.optimizer()
 
     def configure_callbacks(self) -> list:
-        """:class:`~featlearn.wiring.DataWiring`, which hands the data model to this learner and its observers.
+        """The learner's own callbacks: :class:`~featlearn.wiring.DataWiring` and :class:`HeldOutLog`.
 
-        None when the trainer has one already (a test after fit, or one the user added).
+        DataWiring hands the data model to this learner and its observers; HeldOutLog
+        reduces and writes the held-out metrics. Each only when the trainer has none
+        already (a test after fit, or one the user added).
         """
-        if any(isinstance(callback, DataWiring) for callback in self.trainer.callbacks):
-            return []
-        return [DataWiring()]
+        present = self.trainer.callbacks
+        return [kind() for kind in (DataWiring, HeldOutLog) if not any(isinstance(c, kind) for c in present)]
 
     def connect_data(self, data: Any) -> None:
         """Receive the run's data model before ``setup``; check it offers :attr:`data_requirements`.
@@ -282,10 +291,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
-        self.divergence.clear()  # left over only if an earlier fit was interrupted
-        #: Steps logged besides Lightning's cadence: the first step of every schedule segment (Shi et
-        #: al.'s steps 1, 2 and 3, where the process changes), so the curves show what the paper is about.
-        self.singled_out_steps = {segment.start for schedule in self.schedules() for segment in schedule.segments}
+        self.updates.start(self.schedules())
         for schedule in self.schedules():
             schedule.check_covers(self.trainer.max_steps)
         if not self.class_weighting.is_zero and self.positive_rate is None:
@@ -329,7 +335,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         step = self.global_step + 1
         self.check_batch(x)
         y = self.members_of(y)  # (S, B); the network maps x's K streams to its members itself
-        idle = self.sgd.idle_parameters(step, self._world_size)
+        idle = self.sgd.idle_parameters(step, world_size(self))
         try:
             for p in idle:
                 p.requires_grad_(False)
@@ -365,30 +371,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """Set every group's rate c * eta_g(step) and take the SGD step in place (:class:`ScheduledSGD`)."""
         self.sgd.step(optimizer, step, self.gradient_scale())
 
-    @property
-    def _world_size(self) -> int:
-        try:
-            return self.trainer.world_size
-        except RuntimeError:  # not attached to a Trainer (a learner used directly)
-            return 1
-
-    def _across_processes(self, values: Tensor) -> Tensor:
-        """The mean of ``values`` over the processes of a distributed run (Lightning's strategy reduce)."""
-        if self._world_size == 1:
-            return values
-        return self.trainer.strategy.reduce(values, reduce_op="mean")
-
     def record_update(self, losses: Tensor, step: int, batch_size: int) -> None:
-        """Keep the losses (S,) for the divergence check and log on Lightning's cadence."""
-        full = self.divergence.add(losses, step)
-        log_step = step % self.trainer.log_every_n_steps == 0 or step in self.singled_out_steps
-        if log_step or full:
-            self.raise_if_diverged()
-        if log_step or step == 1:  # with W processes: the losses of the whole batch, W times this part's
-            losses = self._across_processes(losses)
-            self.logged_member_losses[step] = losses.detach().float().cpu()
-        if log_step:
-            self._log_train(losses, step, batch_size=batch_size * self._world_size)
+        """Keep the losses (S,) for the divergence check and log on Lightning's cadence (:class:`UpdateRecord`)."""
+        self.updates.add(self, losses, step, batch_size)
 
     def on_train_end(self) -> None:  # noqa: D102
         self.raise_if_diverged()
@@ -415,45 +400,15 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         self.logged_member_losses.update(checkpoint.get("featlearn_logged_member_losses", {}))
 
     def raise_if_diverged(self) -> None:
-        """Raise at the first pending update whose loss is NaN or infinite (:class:`DivergenceGuard`).
+        """Raise at the first pending update whose loss is NaN or infinite; with a grid, record the diverged members.
+
+        See :meth:`UpdateRecord.check <featlearn.models.updates.UpdateRecord.check>`.
 
         Raises:
             FloatingPointError: Naming the step and the hyperparameters in effect then.
         """
         describe = lambda step: ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(step).items())  # noqa: E731
-        if self.grid_points == 1:
-            self.divergence.check(self._across_processes, describe)
-            return
-        found = self.divergence.diverged_members(self._across_processes)
-        for member, step in found.items():
-            if member not in self.diverged_members:
-                self.diverged_members[member] = step
-
-    @property
-    def diverged_points(self) -> dict[int, int]:
-        """Grid points with a diverged member: point -> the first step one of its members diverged."""
-        points: dict[int, int] = {}
-        for member, step in self.diverged_members.items():
-            point = member // self.streams
-            points[point] = min(step, points.get(point, step))
-        return points
-
-    def _log_train(self, losses: Tensor, step: int, batch_size: int) -> None:
-        # One self.log (progress bar, callback_metrics); the rest goes straight to the
-        # loggers at step t, since each self.log call costs about a millisecond.
-        mean = losses.mean()
-        self.log("train/loss", mean, on_step=True, on_epoch=False, prog_bar=True, logger=False, batch_size=batch_size)
-        metrics = {"train/loss": mean}
-        metrics.update(self._member_metrics("train", "loss", losses))
-        metrics.update({f"sched/{k}": v for k, v in self.scheduled_values(step).items()})
-        metrics["sched/batch_size"] = batch_size  # what the data model drew for this step
-        if self.trainer.is_global_zero:
-            metrics = {k: float(v) for k, v in metrics.items()}
-            for logger in self.loggers:
-                logger.log_metrics(metrics, step=step)
-
-    def _member_metrics(self, split: str, name: str, values: Tensor) -> dict[str, Tensor]:
-        return member_metrics(split, name, values, self.max_members_logged)
+        self.updates.check(self, describe)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
@@ -498,53 +453,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             losses, errors = losses + loss * weight, errors + error * weight
         return losses / x.shape[1], errors / x.shape[1]
 
-    def _eval_step(self, batch: tuple[Tensor, Tensor], split: str) -> None:
+    def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
+        """Add the batch's per-member loss and error to the validation sums (reduced by :class:`HeldOutLog`)."""
         x, y = batch
-        loss, error = self.evaluate(x, y)
-        self.evaluation[split].update(loss, error, x.shape[1])  # summed over chunks and processes
+        self.evaluation["val"].update(*self.evaluate(x, y), x.shape[1])
 
-    def _eval_metrics(self, split: str, loss: Tensor, error: Tensor) -> dict[str, Tensor]:
-        metrics = {f"{split}/loss": loss.mean(), f"{split}/error": error.mean()}
-        metrics.update(self._member_metrics(split, "loss", loss))
-        metrics.update(self._member_metrics(split, "error", error))
-        return metrics
-
-    def _reduce_eval(self, split: str) -> None:
-        """The means over the whole set (every chunk, every process); written to the loggers by _write_eval."""
-        evaluation = self.evaluation[split]
-        if not evaluation.update_called:
-            return
-        loss, error = evaluation.compute()
-        evaluation.reset()
-        self.log_dict(self._eval_metrics(split, loss, error), on_step=False, on_epoch=True, logger=False)
-
-    def on_validation_epoch_end(self) -> None:  # noqa: D102
-        self._reduce_eval("val")
-
-    def on_test_epoch_end(self) -> None:  # noqa: D102
-        self._reduce_eval("test")
-
-    def _write_eval(self, split: str) -> None:
-        """Write the reduced ``split`` metrics to the loggers at the current update step.
-
-        Through Lightning's own logging every write would also add an ``epoch`` chart,
-        meaningless for step-based runs, to TensorBoard.
-        """
-        if not self.trainer.is_global_zero or not self.loggers:
-            return
-        prefixes = (f"{split}/", f"{split}_members/")
-        metrics = {k: float(v) for k, v in self.trainer.callback_metrics.items() if k.startswith(prefixes)}
-        for logger in self.loggers:
-            logger.log_metrics(metrics, step=self.global_step)
-
-    def on_validation_end(self) -> None:  # noqa: D102
-        self._write_eval("val")
-
-    def on_test_end(self) -> None:  # noqa: D102
-        self._write_eval("test")
-
-    def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:  # noqa: D102
-        self._eval_step(batch, "val")
-
-    def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:  # noqa: D102
-        self._eval_step(batch, "test")
+    def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
+        """Add the batch's per-member loss and error to the test sums (reduced by :class:`HeldOutLog`)."""
+        x, y = batch
+        self.evaluation["test"].update(*self.evaluate(x, y), x.shape[1])

@@ -116,12 +116,12 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
     original = TwoLayerNet.raise_if_diverged
 
     def spy(self):
-        seen.append(len(self.divergence.pending))
+        seen.append(len(self.updates.divergence.pending))
         original(self)
 
     monkeypatch.setattr(TwoLayerNet, "raise_if_diverged", spy)
     fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
-    assert seen == [1, 4, 4, 1] and model.divergence.pending == []  # step 1 is logged (a schedule starts there)
+    assert seen == [1, 4, 4, 1] and model.updates.divergence.pending == []  # step 1 is logged (a schedule starts there)
 
 
 def test_schedule_shorter_than_run_fails_before_training(fit):

@@ -85,7 +85,7 @@ def test_each_grid_point_equals_the_run_of_its_values_on_the_same_seeds_bit_for_
 def test_a_diverging_member_is_recorded_and_the_others_train_on():
     run = fit(["--model.init_args.ensemble_size", "2", "--model.init_args.member_values", "{lr_a: [1000.0, 1.0e+30]}"])
     model = run.model
-    assert set(model.diverged_points) == {1}
+    assert set(model.updates.diverged_points) == {1}
     assert all(member >= 2 for member in model.diverged_members)
     assert torch.isfinite(model.two_layer.a[:2]).all()
 
