@@ -13,7 +13,7 @@ from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor
 
 from featlearn.batches import SetRows, TrainBatch, take_rows
-from featlearn.contracts import GroundTruth
+from featlearn.contracts import GroundTruth, Placement
 from featlearn.sampling import distinct_indices
 from featlearn.schedules import ScheduleSpec, as_schedule
 from featlearn.seeding import PROBE_SET, TEST_SET, TRAIN_BATCH, TRAIN_SET, VAL_SET, GeneratorPool
@@ -63,6 +63,9 @@ class DataModel(pl.LightningDataModule, abc.ABC):
     #: is the data model's identity (:meth:`identity`): a checkpoint made with another value
     #: is refused. A subclass adds its own (where its files are, for example).
     resume_free_arguments: tuple[str, ...] = ("batch_size", "eval_batch_size", "ensemble_size", "updates_per_batch")
+    #: Where the run trains (device, rank, processes, max_steps), handed over by
+    #: :class:`~featlearn.wiring.DataWiring` before any set is drawn; CPU, one process, by default.
+    placement: Placement = Placement()
 
     def __init__(
         self,
@@ -163,13 +166,14 @@ class DataModel(pl.LightningDataModule, abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no variant without input structure.")
 
     # ------------------------------------------------------------------ properties
+    def place(self, placement: Placement) -> None:
+        """Receive where the run trains (:class:`~featlearn.contracts.PlacedData`), before any set is drawn."""
+        self.placement = placement
+
     @property
     def device(self) -> torch.device:
-        """The training device (CPU when no trainer is attached)."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return torch.device("cpu")
-        return trainer.strategy.root_device
+        """The training device (:attr:`placement`'s; the CPU until a run places this data model)."""
+        return self.placement.device
 
     def stream_generator(
         self, member: int, stream: int, step: int, device: torch.device | None = None
@@ -244,11 +248,8 @@ class DataModel(pl.LightningDataModule, abc.ABC):
     # ------------------------------------------------------------------ several processes
     @property
     def process_grid(self) -> tuple[int, int]:
-        """(this process's rank r, the number of processes W): (0, 1) without a trainer."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return 0, 1
-        return trainer.global_rank, trainer.world_size
+        """(this process's rank r, the number of processes W), from :attr:`placement`: (0, 1) until placed."""
+        return self.placement.rank, self.placement.world_size
 
     def rank_part(self, batch: TrainBatch) -> TrainBatch:
         """Process r's part of a step's batch: columns [r B/W, (r+1) B/W) of every member's batch.
@@ -262,11 +263,11 @@ class DataModel(pl.LightningDataModule, abc.ABC):
 
     # ------------------------------------------------------------------ Lightning hooks
     def train_dataloader(self) -> _StepStream:
-        """An endless stream of per-step batches, starting after the trainer's step."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is not None and trainer.max_steps is not None:
-            self.batch_size.check_covers(trainer.max_steps)
-        self.warn_of_whole_set_batches(trainer.max_steps if trainer is not None else None)
+        """An endless stream of per-step batches, starting after the updates done when it starts (:attr:`placement`)."""
+        max_steps = self.placement.max_steps
+        if max_steps is not None:
+            self.batch_size.check_covers(max_steps)
+        self.warn_of_whole_set_batches(max_steps)
         return _StepStream(self)
 
     def warn_of_whole_set_batches(self, max_steps: int | None) -> None:
@@ -571,7 +572,7 @@ def plain_value(value):
 
 
 class _StepStream:
-    """Yields the batch of each update step, from the trainer's current step on.
+    """Yields the batch of each update step, from the run's update count when the stream starts on.
 
     With ``updates_per_batch`` > 1, consecutive steps' batches come together as a
     :class:`StepChunk` whose length the :class:`StepPlan` gives.
@@ -585,9 +586,12 @@ class _StepStream:
 
     def __iter__(self) -> Iterator[TrainBatch | StepChunk]:
         data = self.datamodule
-        trainer = getattr(data, "trainer", None)
-        step = trainer.global_step if trainer is not None else 0
-        plan = StepPlan.from_trainer(trainer, data.updates_per_batch)  # gathered once per stream
+        placement = data.placement
+        step = placement.updates_done()  # read now: after a resume has restored the run's step
+        plan = placement.plan
+        if plan is None:  # a stream no fit placed (iterated by hand): one update per batch
+            max_steps = placement.max_steps
+            plan = StepPlan(data.updates_per_batch, max_steps if max_steps is not None and max_steps > 0 else None)
         # Lightning fetches one batch ahead: stop at max_steps rather than draw past a schedule's end.
         while plan.max_steps is None or step < plan.max_steps:
             size = plan.chunk_length(step + 1)

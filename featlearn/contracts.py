@@ -20,12 +20,15 @@ They meet only through what this module declares:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from featlearn.steps import StepPlan
 
 #: Ground-truth fields that need another: a field -> the one that must accompany it.
 _REQUIRED_WITH = {
@@ -178,6 +181,47 @@ class DataConsumer(Protocol):
 
     def connect_data(self, data: Any) -> None:
         """Receive the run's data model (None where the run has none); check what it needs of it."""
+
+
+def _no_update_yet() -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run trains, as its data model is told it (a data model never reads the trainer).
+
+    Attributes:
+        device: The training device, where sets and batches are drawn.
+        rank: This process's rank r, in [0, W).
+        world_size: W, the number of processes; process r trains on part r of each batch.
+        max_steps: The run's last update step, as the trainer states it (None or -1: unbounded).
+        updates_done: The run's update counter. The training stream starts after the count
+            it reads when it starts: after a checkpoint is restored, so a resumed run goes on
+            from its step. The run's clock, not the trainer.
+        plan: How many updates each Lightning batch carries (:class:`~featlearn.steps.StepPlan`),
+            for a fit; None: one per batch.
+    """
+
+    device: torch.device = torch.device("cpu")
+    rank: int = 0
+    world_size: int = 1
+    max_steps: int | None = None
+    updates_done: Callable[[], int] = _no_update_yet
+    plan: StepPlan | None = None
+
+
+@runtime_checkable
+class PlacedData(Protocol):
+    """A data model told where its run trains (:class:`~featlearn.wiring.DataWiring` places it).
+
+    Until it is placed it draws on the CPU, as one process, from step 0.
+    """
+
+    updates_per_batch: int
+
+    def place(self, placement: Placement) -> None:
+        """Receive the device, rank, clock and step plan of a fit, validate or test, before any set is drawn."""
 
 
 @runtime_checkable

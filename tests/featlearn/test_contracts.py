@@ -139,6 +139,31 @@ def test_a_plain_trainer_hands_the_data_model_to_the_learner_and_every_observer(
     assert observers[1].history[-1]["step"] == 2
 
 
+def test_the_run_places_its_data_model_which_draws_on_the_cpu_from_step_zero_until_placed(tmp_path):
+    from featlearn.contracts import PlacedData, Placement
+    from featlearn.steps import StepPlan
+
+    data = BooleanXOR(dim=6, batch_size=4, test_size=16, val_size=0)
+    assert isinstance(data, PlacedData) and data.placement == Placement()  # CPU, one process, step 0
+    by_hand = next(iter(data.train_dataloader()))  # a stream no run placed starts at step 1
+    assert torch.equal(by_hand[0], data.train_batch(1)[0])
+    counter = [5]
+    data.place(Placement(max_steps=9, updates_done=lambda: counter[0]))
+    stream = iter(data.train_dataloader())
+    counter[0] = 7  # the counter is read when the stream starts (after a resume restored the step), not when placed
+    assert torch.equal(next(stream)[0], data.train_batch(8)[0])
+
+    model = TwoLayerNet(6, **grouped(8, lr=0.1, seed=0))
+    trainer = pl.Trainer(
+        max_steps=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        default_root_dir=tmp_path, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(model, data)
+    placed = data.placement
+    assert (placed.device, placed.rank, placed.world_size, placed.max_steps) == (torch.device("cpu"), 0, 1, 3)
+    assert isinstance(placed.plan, StepPlan) and placed.updates_done() == 3  # the run's own counter
+
+
 def test_a_run_without_a_data_model_tells_the_observer_that_needs_one(tmp_path):
     model = TwoLayerNet(6, **grouped(8, lr=0.1, seed=0))
     loader = torch.utils.data.DataLoader([(torch.ones(1, 4, 6), torch.ones(1, 4))], batch_size=None)
@@ -174,7 +199,10 @@ def test_a_user_data_model_without_a_needed_field_is_refused_before_the_first_st
 
 # ---------------------------------------------------------------------------- reach-ins
 def reach_ins(folder):
-    """Attribute-level reach-ins in a part's files: trainer.datamodule / .lightning_module, another object's _names."""
+    """Attribute-level reach-ins in a part's files: trainer.datamodule / .lightning_module, another object's _names.
+
+    A data model reads no trainer at all: the run is handed to it (featlearn.contracts.Placement).
+    """
     found = []
     for path in sorted((REPO / folder).glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -185,6 +213,8 @@ def reach_ins(folder):
                 isinstance(owner, ast.Attribute) and owner.attr == "trainer"
             )
             if node.attr in ("datamodule", "lightning_module") and on_trainer:
+                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+            if folder == "datamodules" and node.attr == "trainer":  # the run is handed to it (Placement)
                 found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
             private = node.attr.startswith("_") and not node.attr.startswith("__")
             if private and not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
@@ -202,3 +232,6 @@ def test_the_reach_in_check_can_fail(tmp_path, monkeypatch):
     (tmp_path / "bad" / "x.py").write_text("def f(trainer, model):\n    return trainer.datamodule, model._groups\n")
     monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
     assert reach_ins("bad") == ["x.py:2 trainer.datamodule", "x.py:2 model._groups"]
+    (tmp_path / "datamodules").mkdir()
+    (tmp_path / "datamodules" / "d.py").write_text("def f(self):\n    return self.trainer.global_step\n")
+    assert reach_ins("datamodules") == ["d.py:2 self.trainer"]
