@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
 import pytest
 import pytorch_lightning as pl
+import torch
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
+
+# `make test` runs one pytest-xdist worker per core: each worker's torch takes its share of the cores
+# (and so do the fits a test starts in a subprocess), since two 2-thread workers on 2 cores spin against
+# each other in OpenMP's barriers.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    _THREADS = max(1, (os.cpu_count() or 1) // _WORKERS)
+    os.environ.setdefault("OMP_NUM_THREADS", str(_THREADS))
+    torch.set_num_threads(_THREADS)
 
 warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\).*")

@@ -116,7 +116,7 @@ def test_the_readme_reproduction_tables_are_the_committed_reports():
 
     The tables live on the papers' pages (docs/shi2022.md, docs/glasgow2023.md), one each; the README keeps none.
     """
-    from featlearn.studies.reproduce import summary_table
+    from featlearn.studies.report_page import summary_table
 
     found = {page.relative_to(REPO).as_posix(): reproduce_blocks(page) for page in PAGES}
     blocks = [block for page_blocks in found.values() for block in page_blocks]

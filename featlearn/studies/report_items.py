@@ -29,10 +29,11 @@ from typing import Protocol
 
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import Comparison, compare
+from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
 from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan, RunSettings
-from featlearn.studies.samples import effective_slope, fit_log_power, found_points, samples
+from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun
 from featlearn.studies.tuning import CompareOptions
 

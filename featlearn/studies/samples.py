@@ -55,11 +55,9 @@ config (``--overwrite`` discards them).
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import csv
 import math
-import operator
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -67,6 +65,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from featlearn.config_files import resolve_config
+from featlearn.studies.exponents import fit_exponent, found_points
+from featlearn.studies.scaling import apply_scale
 from featlearn.studies.trials import (
     BuildRun,
     Launcher,
@@ -77,7 +77,6 @@ from featlearn.studies.trials import (
     merge_configs,
     merge_experiment,
     run_trials,
-    set_path,
     tensorboard_logger,
 )
 
@@ -86,91 +85,6 @@ BUDGETS = ("online", "finite")
 #: Study-file keys besides base/scale/methods: defaults of the command-line options.
 OPTION_KEYS = ("dims", "seeds", "target_error", "pass_fraction", "resolution", "budget", "epochs", "n_max")
 _METHOD_KEYS = {"model", "data", "trainer", "scale"}
-
-
-# ---------------------------------------------------------------------- scaling with d
-_FUNCTIONS = {
-    "log": math.log,
-    "log2": math.log2,
-    "sqrt": math.sqrt,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "min": min,
-    "max": max,
-}
-_BINARY = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-    ast.FloorDiv: operator.floordiv,
-}
-
-
-def evaluate_expression(text: str | int | float, d: int, where: str = "scale") -> float | int:
-    """The value of an arithmetic expression in d, e.g. ``ceil(d * log(d))``.
-
-    Only numbers, d, + - * / // ** , unary minus and the functions log, log2, sqrt,
-    ceil, floor, min, max are allowed (no Python evaluation).
-
-    Raises:
-        ValueError: Anything else, naming ``where``.
-    """
-    if isinstance(text, bool):
-        raise ValueError(f"{where}: expected a number or an expression in d, got {text!r}.")
-    if isinstance(text, int | float):
-        return text
-
-    def value(node: ast.AST):
-        if isinstance(node, ast.Expression):
-            return value(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.Name) and node.id == "d":
-            return d
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](value(node.left), value(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            operand = value(node.operand)
-            return -operand if isinstance(node.op, ast.USub) else operand
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _FUNCTIONS
-            and not node.keywords
-        ):
-            return _FUNCTIONS[node.func.id](*(value(a) for a in node.args))
-        raise ValueError(
-            f"{where}: {text!r} is not an expression in d (allowed: numbers, d, + - * / // **, "
-            f"{', '.join(sorted(_FUNCTIONS))})."
-        )
-
-    try:
-        tree = ast.parse(str(text), mode="eval")
-    except SyntaxError as err:
-        raise ValueError(f"{where}: {text!r} is not an expression in d ({err.msg}).") from None
-    try:
-        return value(tree)
-    except (ValueError, ZeroDivisionError, OverflowError, TypeError) as err:
-        if isinstance(err, ValueError) and str(err).startswith(where):
-            raise
-        raise ValueError(f"{where}: {text!r} cannot be evaluated at d = {d} ({err}).") from None
-
-
-def apply_scale(config: dict, scale: dict, d: int, where: str = "scale") -> dict:
-    """``config`` (copied) with each dotted path of ``scale`` set to its expression's value at d.
-
-    Integral values are written as ints (a width, a batch size), others as floats.
-    """
-    config = copy.deepcopy(config)
-    for path, expression in scale.items():
-        number = evaluate_expression(expression, d, f"{where}.{path}")
-        # 8.0 from ceil(...) or 4 * d is a count (a width, a batch); a float literal such as 3.0 stays a rate.
-        if isinstance(number, float) and number.is_integer() and not isinstance(expression, float):
-            number = int(number)
-        set_path(config, path, number, f"{where}.{path}")
-    return config
 
 
 # ---------------------------------------------------------------------- the search
@@ -224,97 +138,6 @@ class SampleSearch:
         if self.k_pass is None:
             return "not_found"
         return "at_min" if self.k_fail is None else "found"
-
-
-def found_points(rows: list[dict], method: str) -> list[tuple[int, int, int | None]]:
-    """(d, n_pass, n_fail) of each dimension whose search bracketed n* for ``method``: what the fits read."""
-    return [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
-
-
-def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
-    r"""Least squares log n* = alpha log d + c, with a bootstrap interval for alpha.
-
-    Args:
-        points: (d, n_pass, n_fail) per dimension; n_fail None where the smallest budget passed.
-        draws: Bootstrap resamples: the points are drawn with replacement and each n* is
-            drawn log-uniformly in its bracket (n_fail, n_pass] (at n_pass when unbracketed).
-        seed: The bootstrap's seed.
-
-    Returns:
-        ``{"alpha", "intercept", "stderr", "ci_low", "ci_high", "points"}`` (stderr None
-        with two points), or None with fewer than two distinct d.
-    """
-    import numpy as np
-
-    if len({d for d, _, _ in points}) < 2:
-        return None
-    fit = _bootstrap_line(np.log([d for d, _, _ in points]), points, draws, seed, per_d=lambda d: 0.0)
-    return {"alpha": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
-
-
-def fit_log_power(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
-    r"""Least squares of the form n* = C d log^k d: log(n*/d) = k log log d + c, with a bootstrap interval for k.
-
-    Theorem 3.1's recipe (eta = theta = 1/log d, minibatch m = d/theta, t <= C log d / eta
-    steps) spends n = t m <= C d log^3 d samples, so n* = d polylog d with k <= 3 over d
-    where the recipe holds. The bootstrap is :func:`fit_exponent`'s.
-
-    Returns:
-        ``{"k", "intercept", "stderr", "ci_low", "ci_high", "points"}``, or None with fewer
-        than two distinct d above e (log log d must be positive).
-    """
-    import numpy as np
-
-    usable = [p for p in points if p[0] > math.e]
-    if len({d for d, _, _ in usable}) < 2:
-        return None
-    log_log_d = np.log(np.log([d for d, _, _ in usable]))
-    fit = _bootstrap_line(log_log_d, usable, draws, seed, per_d=math.log)  # y = log n* - log d
-    return {"k": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
-
-
-def effective_slope(dims: list[int], log_form) -> float:
-    """The least-squares slope of log f(d) against log d over ``dims``: the exponent a power-law fit sees.
-
-    ``log_form(d)`` is log f(d), e.g. ``2 log d + log log d`` for d^2 log d (a local slope
-    2 + 1/log d, above 2 at every finite d).
-    """
-    import numpy as np
-
-    x = np.log(dims)
-    return float(np.polyfit(x, [log_form(d) for d in dims], 1)[0])
-
-
-def _bootstrap_line(x, points, draws: int, seed: int, per_d) -> dict:
-    """Least squares y = slope x + c with y = log n* - per_d(d), and a bootstrap 95% interval for the slope."""
-    import numpy as np
-
-    shift = np.array([per_d(d) for d, _, _ in points])
-    log_n = np.log([n for _, n, _ in points]) - shift
-    slope, intercept = np.polyfit(x, log_n, 1)
-    stderr = None
-    if len(points) > 2:
-        residual = log_n - (slope * x + intercept)
-        spread = ((x - x.mean()) ** 2).sum()
-        stderr = float(math.sqrt((residual**2).sum() / (len(points) - 2) / spread))
-    rng = np.random.default_rng(seed)
-    lows = np.log([nf if nf is not None else n for _, n, nf in points]) - shift
-    slopes = []
-    for _ in range(draws):
-        idx = rng.integers(0, len(points), len(points))
-        if len(set(x[idx])) < 2:
-            continue
-        jittered = rng.uniform(lows[idx], log_n[idx])
-        slopes.append(np.polyfit(x[idx], jittered, 1)[0])
-    low, high = np.percentile(slopes, [2.5, 97.5]) if slopes else (float("nan"), float("nan"))
-    return {
-        "slope": float(slope),
-        "intercept": float(intercept),
-        "stderr": stderr,
-        "ci_low": float(low),
-        "ci_high": float(high),
-        "points": len(points),
-    }
 
 
 # ---------------------------------------------------------------------- the study file

@@ -22,6 +22,7 @@ from featlearn.studies.judgement import VERDICTS, column_relation
 from featlearn.studies.methods import load_methods
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.report_items import ITEM_KINDS
+from featlearn.studies.report_page import claims_table, item_table, markdown_to_html
 from featlearn.studies.reproduce import (
     COLUMNS,
     SCALES,
@@ -30,13 +31,10 @@ from featlearn.studies.reproduce import (
     Plan,
     RunSettings,
     check_plan_record,
-    claims_table,
     collect_cells,
     collect_claims,
-    item_table,
     judgement_rules,
     load_plan,
-    markdown_to_html,
     paper_numbers,
     reproduce,
     reproduce_command,

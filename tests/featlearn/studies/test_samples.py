@@ -12,15 +12,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import featlearn.studies.trials as trials_module
 from featlearn.cli import build_cli
-from featlearn.studies.samples import (
-    SampleSearch,
-    apply_scale,
-    evaluate_expression,
-    fit_exponent,
-    load_study,
-    samples,
-    samples_command,
-)
+from featlearn.studies.exponents import fit_exponent
+from featlearn.studies.samples import SampleSearch, load_study, samples, samples_command
+from featlearn.studies.scaling import apply_scale, evaluate_expression
 from featlearn.studies.trials import Launcher, Trial, measure_run, merge_configs, run_trials
 
 from ...conftest import CONFIGS  # noqa: TID252
@@ -319,7 +313,7 @@ def test_submitit_local_executor_runs_the_same_trial(tmp_path):
 
 
 def test_the_log_power_fit_recovers_k_of_d_log_k_d_and_effective_slopes_are_those_of_the_forms():
-    from featlearn.studies.samples import effective_slope, fit_log_power
+    from featlearn.studies.exponents import effective_slope, fit_log_power
 
     dims = [8, 16, 32, 64, 128]
     exact = [(d, round(7 * d * math.log(d) ** 2), None) for d in dims]  # n* = 7 d log^2 d, unbracketed

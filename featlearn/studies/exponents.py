@@ -1,0 +1,104 @@
+r"""Exponents of a sample-complexity curve n*(d), fitted with bootstrap intervals.
+
+The search (:mod:`featlearn.studies.samples`) brackets n* in (n_fail, n_pass] per d.
+:func:`fit_exponent` fits the power law log n* = alpha log d + c (the NTK's d^2 against
+the network's d polylog d, Glasgow 2023, Theorem 3.1); :func:`fit_log_power` the form
+n* = C d log^k d; both draw each n* log-uniformly within its bracket in a bootstrap over
+the points. :func:`effective_slope` says which power-law exponent a d polylog d curve shows
+over a finite range of d.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def found_points(rows: list[dict], method: str) -> list[tuple[int, int, int | None]]:
+    """(d, n_pass, n_fail) of each dimension whose search bracketed n* for ``method``: what the fits read."""
+    return [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
+
+
+def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+    r"""Least squares log n* = alpha log d + c, with a bootstrap interval for alpha.
+
+    Args:
+        points: (d, n_pass, n_fail) per dimension; n_fail None where the smallest budget passed.
+        draws: Bootstrap resamples: the points are drawn with replacement and each n* is
+            drawn log-uniformly in its bracket (n_fail, n_pass] (at n_pass when unbracketed).
+        seed: The bootstrap's seed.
+
+    Returns:
+        ``{"alpha", "intercept", "stderr", "ci_low", "ci_high", "points"}`` (stderr None
+        with two points), or None with fewer than two distinct d.
+    """
+    import numpy as np
+
+    if len({d for d, _, _ in points}) < 2:
+        return None
+    fit = _bootstrap_line(np.log([d for d, _, _ in points]), points, draws, seed, per_d=lambda d: 0.0)
+    return {"alpha": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
+
+
+def fit_log_power(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+    r"""Least squares of the form n* = C d log^k d: log(n*/d) = k log log d + c, with a bootstrap interval for k.
+
+    Theorem 3.1's recipe (eta = theta = 1/log d, minibatch m = d/theta, t <= C log d / eta
+    steps) spends n = t m <= C d log^3 d samples, so n* = d polylog d with k <= 3 over d
+    where the recipe holds. The bootstrap is :func:`fit_exponent`'s.
+
+    Returns:
+        ``{"k", "intercept", "stderr", "ci_low", "ci_high", "points"}``, or None with fewer
+        than two distinct d above e (log log d must be positive).
+    """
+    import numpy as np
+
+    usable = [p for p in points if p[0] > math.e]
+    if len({d for d, _, _ in usable}) < 2:
+        return None
+    log_log_d = np.log(np.log([d for d, _, _ in usable]))
+    fit = _bootstrap_line(log_log_d, usable, draws, seed, per_d=math.log)  # y = log n* - log d
+    return {"k": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
+
+
+def effective_slope(dims: list[int], log_form) -> float:
+    """The least-squares slope of log f(d) against log d over ``dims``: the exponent a power-law fit sees.
+
+    ``log_form(d)`` is log f(d), e.g. ``2 log d + log log d`` for d^2 log d (a local slope
+    2 + 1/log d, above 2 at every finite d).
+    """
+    import numpy as np
+
+    x = np.log(dims)
+    return float(np.polyfit(x, [log_form(d) for d in dims], 1)[0])
+
+
+def _bootstrap_line(x, points, draws: int, seed: int, per_d) -> dict:
+    """Least squares y = slope x + c with y = log n* - per_d(d), and a bootstrap 95% interval for the slope."""
+    import numpy as np
+
+    shift = np.array([per_d(d) for d, _, _ in points])
+    log_n = np.log([n for _, n, _ in points]) - shift
+    slope, intercept = np.polyfit(x, log_n, 1)
+    stderr = None
+    if len(points) > 2:
+        residual = log_n - (slope * x + intercept)
+        spread = ((x - x.mean()) ** 2).sum()
+        stderr = float(math.sqrt((residual**2).sum() / (len(points) - 2) / spread))
+    rng = np.random.default_rng(seed)
+    lows = np.log([nf if nf is not None else n for _, n, nf in points]) - shift
+    slopes = []
+    for _ in range(draws):
+        idx = rng.integers(0, len(points), len(points))
+        if len(set(x[idx])) < 2:
+            continue
+        jittered = rng.uniform(lows[idx], log_n[idx])
+        slopes.append(np.polyfit(x[idx], jittered, 1)[0])
+    low, high = np.percentile(slopes, [2.5, 97.5]) if slopes else (float("nan"), float("nan"))
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "stderr": stderr,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "points": len(points),
+    }
