@@ -34,8 +34,8 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
 		echo "could not install chromium: the screenshot tests (report, docs site) will skip"
 
-# pytest-xdist workers, one per CPU core ("auto"); 0 runs the tests in this process. On CI's 2 cores two
-# workers took the fast suite from 648 s to 435 s: much of a test's time is Lightning's Python, not torch.
+# pytest-xdist workers, one per CPU core ("auto"); 0 runs the tests in this process. tests/conftest.py gives
+# each worker its share of the cores. On 2 cores: fast suite 648 s -> 363 s, slow checks about 2180 s -> 1476 s.
 TEST_WORKERS ?= auto
 # worksteal: the slow checks differ in length by 100x; an idle worker takes queued tests from a busy one.
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
