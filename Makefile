@@ -35,7 +35,8 @@ browser:
 		echo "could not install chromium: the screenshot tests (report, docs site) will skip"
 
 # pytest-xdist workers, one per CPU core ("auto"); 0 runs the tests in this process. tests/conftest.py gives
-# each worker its share of the cores. On 2 cores: fast suite 648 s -> 363 s, slow checks about 2180 s -> 1476 s.
+# each worker its share of the cores. On 2 cores: fast suite 648 s in one process, 363 s so; slow checks 2075 s
+# with two 2-thread workers, 1476 s with two 1-thread ones.
 TEST_WORKERS ?= auto
 # worksteal: the slow checks differ in length by 100x; an idle worker takes queued tests from a busy one.
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
