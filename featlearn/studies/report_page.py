@@ -56,6 +56,9 @@ def claims_table(rows: list[dict]) -> list[str]:
             ours += interval_text(row.get("interval"), decimals)
         metric = row["metric"] + (f" ({row['metric_statistic']})" if row.get("metric_statistic") else "")
         measured = f"{row.get('left', '')} {metric}: {ours}{side}".strip() if ours else ""
+        if measured and row.get("seed_values"):  # a spread: the seeds' values it is the spread of
+            seeds = ", ".join(f"{v:.{decimals}f}" for v in row["seed_values"])
+            measured += f"; the seeds' {row['metric']} values: {seeds}"
         verdict = {
             "reproduced": "✓",
             "differs": f"✗ {row['category']}: {row['reason']}",

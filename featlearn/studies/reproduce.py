@@ -229,8 +229,9 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         values = _reached((results.get(left["method"]) or {}).get(metric))
         if left.get("statistic") == "std":  # the spread over seeds, one measured number
             _, spread, seeds = summarize(values)
-            values = None if spread is None else [spread]
             cell["metric_statistic"] = f"std over {seeds} seeds"
+            cell["seed_values"] = values  # the evidence behind the spread, shown beside it
+            values = None if spread is None else [spread]
         elif left.get("statistic") is not None:
             raise ValueError(f"A claim's left.statistic must be 'std' or absent, got {left['statistic']!r}: {claim}.")
         mean, std, n = summarize(values)
@@ -256,18 +257,32 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
 def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str | None:
     """Why a claim between accuracies cannot be decided by its measurements, or None.
 
-    Two cases, both the trivial-rate rule's (:mod:`featlearn.studies.judgement`) for relations:
+    Three cases, all the trivial-rate rule's (:mod:`featlearn.studies.judgement`) for relations:
 
+    * a bound on the spread over seeds (``statistic: std``) of a method at its trivial rate:
+      a constant predictor's accuracy varies only with each seed's class balance;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
     * two methods compared on sets whose trivial rates differ by more than the floor (a task
       with and without its input structure): equal accuracies may be two constant predictors.
     """
     left, right = claim["left"], claim.get("right")
-    if left["metric"] not in TRIVIAL_SETS or right is None:
+    if left["metric"] not in TRIVIAL_SETS:
         return None
     values = results.get(left["method"]) or {}
     floor = float(rules["tolerances"][left["metric"]]["absolute"])
+    if left.get("statistic") == "std":
+        metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
+        mean, _, _ = summarize(_reached(values.get(metric)))
+        trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+        if mean is not None and trivial is not None and abs(mean - trivial) <= floor:
+            return (
+                f"{left['method']} sits at the trivial rate ({mean:.1f}% against {trivial:.1f}%): the spread of a "
+                "constant predictor is that of its seeds' class balance, not of a method"
+            )
+        return None
+    if right is None:
+        return None
     if right["method"].startswith(TRIVIAL_ROW):
         evidence = trivial_evidence(values, left["metric"], rules)
         if evidence.get("fits_training_set") is False:

@@ -286,7 +286,10 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert cells["claim: steady"]["verdict"] == "differs"  # 99 and 100: a std of 0.71, not below 0.5
     assert cells["claim: steady"]["mean"] == pytest.approx(0.7071, abs=1e-4) and cells["claim: steady"]["std"] is None
     table = "\n".join(claims_table(list(cells.values())))
-    assert "| steady | s | Network test (std over 2 seeds): 0.71 < 0.50 (the paper's bound) | ✗" in table
+    assert (
+        "| steady | s | Network test (std over 2 seeds): 0.71 < 0.50 (the paper's bound); the seeds' test values: "
+        "99.00, 100.00 | ✗" in table
+    )
     assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ |" in table
     assert "| clusters | s |  | not run: not measured: no statistic yet |" in table
     # Chance on the test set of a method that does not fit its training set either decides nothing,
@@ -302,6 +305,14 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert again["claim: similar"]["verdict"] == "uninformative"
     assert "95.0% against 50.0%" in again["claim: similar"]["reason"]
     assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(claims_table(list(again.values())))
+    # The spread of a method at its trivial rate is its seeds' class balance: it decides nothing.
+    steady = {"item": "R", "claim": "steady at chance", "source": "s", "relation": "<", "value": 0.5}
+    rules["claims"].append({**steady, "left": {"method": "Network w/o structure", "metric": "test", "statistic": "std"}})
+    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
+    assert spread["claim: steady at chance"]["verdict"] == "uninformative"
+    assert "sits at the trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
+    assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
+    rules["claims"].pop()
     rules["claims"].pop()
     skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c["verdict"] for c in skipped] == ["not run"] * 5 and skipped[0]["reason"] == "no files"
