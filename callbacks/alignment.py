@@ -102,6 +102,43 @@ def class_mean_alignment(w: Tensor, means: Tensor, labels: Tensor, a: Tensor | N
     return out
 
 
+def two_clusters(w: Tensor, seed: int = 0) -> dict[str, Tensor]:
+    r"""How tightly the neurons gather into two groups, measured as Shi et al.'s E.4.1 measures its filters.
+
+    The unit directions :math:`u_i = w_i / \lVert w_i \rVert` are split in two by k-means
+    (scikit-learn, k = 2, ``n_init = 10``, ``random_state = seed``: the same split on a rerun).
+    With each group's centre :math:`c_g`, the normalised mean of its :math:`u_i`:
+
+    * ``cluster_cos`` = :math:`\frac1p \sum_i \cos(u_i, c_{g(i)})`, E.4.1's "average cosine
+      similarity between the green/red points in the clusters to their centers". Random
+      directions give about :math:`\sqrt{2/p}` (a centre is the mean of p/2 nearly orthogonal
+      vectors), so it is read against its value at initialisation, not against 0;
+    * ``centre_cos`` = :math:`\cos(c_1, c_2)`, E.4.1's "cosine similarity between two cluster
+      centers" (about -0.72 for its Figure 20(a) filters).
+
+    Args:
+        w: The neurons (p, d), p >= 2.
+        seed: k-means' random state.
+
+    Returns:
+        ``{"cluster_cos", "centre_cos"}`` (0-d tensors, float64).
+    """
+    from sklearn.cluster import KMeans
+
+    u = torch.nn.functional.normalize(w.detach().to("cpu", torch.float64), dim=1)  # (p, d)
+    if torch.equal(u, u[:1].expand_as(u)):  # every direction identical: one group, fully gathered
+        return {
+            "cluster_cos": torch.tensor(1.0, dtype=torch.float64),
+            "centre_cos": torch.tensor(1.0, dtype=torch.float64),
+        }
+    groups = torch.as_tensor(KMeans(n_clusters=2, n_init=10, random_state=seed).fit_predict(u.numpy()))  # (p,)
+    centres = torch.nn.functional.normalize(torch.stack([u[groups == g].mean(0) for g in (0, 1)]), dim=1)  # (2, d)
+    return {
+        "cluster_cos": (u * centres[groups]).sum(1).mean(),
+        "centre_cos": (centres[0] * centres[1]).sum(),
+    }
+
+
 def overlapping_points(xy, colours, resolution: float = 0.01) -> list[tuple[float, float, str, int]]:
     """Points of one colour that fall in one cell of a grid (``resolution`` times the picture's extent), merged.
 
@@ -133,7 +170,10 @@ class FeatureAlignment(DiagnosticCallback):
       (:func:`centre_coverage`);
     * ``class_means`` (C, d) with ``class_mean_labels`` (real data, which have no ground
       truth): ``align/class_mean_cos``, ``align/class_mean_sign_agreement``
-      (:func:`class_mean_alignment`).
+      (:func:`class_mean_alignment`), and how the neurons gather into two groups,
+      ``align/cluster_cos`` and ``align/centre_cos`` (:func:`two_clusters`, Figures 17-19's
+      "the weights gradually form two clusters"), whose per-member values at the first and
+      the last step the run's :meth:`member_results` hands to a study.
 
     The neurons are the learner's ``first_layer_features()``; a learner without
     learned neurons (the NTK baseline) gets no ``align/`` metrics and no pictures, as
@@ -167,7 +207,7 @@ class FeatureAlignment(DiagnosticCallback):
     """
 
     data_requirement = EvaluationData
-    state_attributes = ("history", "snapshots", "output_signs")
+    state_attributes = ("history", "snapshots", "output_signs", "member_clusters")
     result_tags = ("align/max_cos", "align/snr_median", "align/centre_coverage", "align/class_mean_cos")
 
     def __init__(
@@ -206,6 +246,8 @@ class FeatureAlignment(DiagnosticCallback):
         self.snapshots: dict[int, Tensor] = {}  # step -> w of member 0 (p, d), CPU
         self.output_signs: dict[int, Tensor] = {}  # step -> sign(a) of member 0 (p,), CPU
         self.images: dict[int, Tensor] = {}  # step -> (3, H, W) uint8, after fit
+        #: step -> per-member two_clusters values (real data): the first and the last step are kept.
+        self.member_clusters: dict[int, list[dict[str, float]]] = {}
         self._last_step: int | None = None
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
@@ -252,8 +294,28 @@ class FeatureAlignment(DiagnosticCallback):
             if truth.class_means is not None:
                 means, labels = truth.class_means.to(ws), truth.class_mean_labels
                 values.update(class_mean_alignment(ws, means, labels, None if a is None else a[s].to(ws)))
+                values.update(two_clusters(ws))
             per_member.append(values)
+        if truth.class_means is not None:
+            first = min(self.member_clusters, default=step)
+            clusters = [{k: float(v[k]) for k in ("cluster_cos", "centre_cos")} for v in per_member]
+            self.member_clusters = {**{first: self.member_clusters.get(first, clusters)}, step: clusters}
         return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
+
+    def member_results(self) -> dict[str, list]:
+        """Per member, on real data: :func:`two_clusters` at the first and the last step computed.
+
+        ``cluster_cos`` and ``centre_cos`` at the last step; ``cluster_cos_start`` and
+        ``centre_cos_start`` at the first (step 0: the initialisation). Empty on synthetic data.
+        """
+        if not self.member_clusters:
+            return {}
+        first, last = self.member_clusters[min(self.member_clusters)], self.member_clusters[max(self.member_clusters)]
+        out = {}
+        for key in ("cluster_cos", "centre_cos"):
+            out[key] = [member[key] for member in last]
+            out[f"{key}_start"] = [member[key] for member in first]
+        return out
 
     # ------------------------------------------------------------------ pictures
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102

@@ -3,7 +3,13 @@ import torch
 from pytorch_lightning.loggers import TensorBoardLogger
 
 from featlearn.callbacks import FeatureAlignment
-from featlearn.callbacks.alignment import centre_coverage, class_mean_alignment, dictionary_snr, feature_alignment
+from featlearn.callbacks.alignment import (
+    centre_coverage,
+    class_mean_alignment,
+    dictionary_snr,
+    feature_alignment,
+    two_clusters,
+)
 from featlearn.datamodules import BooleanXOR, GaussianMixture, ImageDataModule, SparseCoding
 from featlearn.models import TwoLayerNet
 
@@ -176,3 +182,40 @@ def test_real_images_get_class_mean_metrics_and_pictures_coloured_by_output_sign
     assert cb.history[-1]["align/class_mean_sign_agreement"] == pytest.approx(float(expected))
     assert torch.equal(cb.output_signs[5], torch.sign(model.net.a[0].detach()).double())
     assert sorted(cb.images) == [0, 5] and (tmp_path / "real" / "version_0" / "mds_step5.png").is_file()
+
+
+def test_two_clusters_by_hand():
+    # Two groups of three directions around +e1 and -e1 (p=6, d=3): each neuron's cosine to its
+    # group's centre is that of (1, +-0.1, 0) to e1, and the two centres point opposite ways.
+    w = torch.tensor(
+        [[1.0, 0.1, 0.0], [1.0, -0.1, 0.0], [2.0, 0.0, 0.0], [-1.0, 0.0, 0.1], [-1.0, 0.0, -0.1], [-3.0, 0.0, 0.0]],
+        dtype=torch.float64,
+    )
+    out = two_clusters(w)
+    u = torch.nn.functional.normalize(w, dim=1)
+    centre = torch.nn.functional.normalize(u[:3].mean(0), dim=0)  # along e1 by symmetry
+    assert float(out["cluster_cos"]) == pytest.approx(float((u[:3] @ centre).mean()))
+    assert float(out["centre_cos"]) == pytest.approx(-1.0)
+    # Random directions: about sqrt(2/p) within a group (the mean of p/2 near-orthogonal vectors).
+    random = two_clusters(torch.randn(50, 784, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    assert 0.15 < float(random["cluster_cos"]) < 0.3
+    # One direction repeated: one group, fully gathered.
+    assert float(two_clusters(torch.ones(4, 3))["cluster_cos"]) == 1.0
+
+
+def test_real_images_hand_the_clusters_at_the_first_and_last_step_to_a_study(fit):
+    dm = ImageDataModule(source="digits", classes=[0, 1], batch_size=32, ensemble_size=2, unit_second_moment=True)
+    model = TwoLayerNet(
+        dm.input_dim,
+        **grouped(10, lr=0.2, bias=True, output_scale="standard", mean_field_gradient=False, ensemble_size=2, seed=0),
+    )
+    cb = FeatureAlignment(cadence=2, dense_until=0, mds_steps=[])
+    fit(model, dm, 6, callbacks=[cb])
+    results = cb.member_results()
+    assert sorted(cb.member_clusters) == [0, 6]  # only the first and the last step are kept
+    for s, ws in enumerate(model.net.w.detach()):
+        assert results["cluster_cos"][s] == pytest.approx(float(two_clusters(ws)["cluster_cos"]))
+        assert results["centre_cos"][s] == pytest.approx(float(two_clusters(ws)["centre_cos"]))
+    assert len(results["cluster_cos_start"]) == 2 and results["cluster_cos_start"] != results["cluster_cos"]
+    assert cb.history[0]["align/cluster_cos"] == pytest.approx(sum(results["cluster_cos_start"]) / 2)
+    assert FeatureAlignment().member_results() == {}  # nothing computed: nothing handed over

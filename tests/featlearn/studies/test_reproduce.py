@@ -230,7 +230,11 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
             if only is None:  # Tables 1-5: every method of the paper's row runs
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
-    assert set(rules["tolerances"]) == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"}
+    clusters = {"clusters", "clusters_start", "centres_apart", "centres_apart_start"}
+    assert (
+        set(rules["tolerances"])
+        == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"} | clusters
+    )
     assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
                                  "a featlearn limitation", "a claim its measurements cannot decide"}
                for r in rules["reasons"])  # fmt: skip
@@ -307,7 +311,9 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(claims_table(list(again.values())))
     # The spread of a method at its trivial rate is its seeds' class balance: it decides nothing.
     steady = {"item": "R", "claim": "steady at chance", "source": "s", "relation": "<", "value": 0.5}
-    rules["claims"].append({**steady, "left": {"method": "Network w/o structure", "metric": "test", "statistic": "std"}})
+    rules["claims"].append(
+        {**steady, "left": {"method": "Network w/o structure", "metric": "test", "statistic": "std"}}
+    )
     spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
     assert spread["claim: steady at chance"]["verdict"] == "uninformative"
     assert "sits at the trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
