@@ -219,3 +219,21 @@ def test_real_images_hand_the_clusters_at_the_first_and_last_step_to_a_study(fit
     assert len(results["cluster_cos_start"]) == 2 and results["cluster_cos_start"] != results["cluster_cos"]
     assert cb.history[0]["align/cluster_cos"] == pytest.approx(sum(results["cluster_cos_start"]) / 2)
     assert FeatureAlignment().member_results() == {}  # nothing computed: nothing handed over
+
+
+def test_clusters_on_synthetic_data_only_when_asked(fit):
+    def run(**kwargs):
+        dm = GaussianMixture(d=12, k=2, sigma_r=0.5, batch_size=64, test_size=64)
+        model = TwoLayerNet(
+            dm.input_dim, **grouped(16, lr=0.5, bias=True, output_scale="standard", mean_field_gradient=False, seed=0)
+        )
+        cb = FeatureAlignment(cadence=4, dense_until=0, mds_steps=[], **kwargs)
+        fit(model, dm, 4, callbacks=[cb])
+        return cb, model
+
+    default, _ = run()
+    assert default.member_results() == {} and "align/cluster_cos" not in default.history[-1]
+    asked, model = run(clusters=True)
+    assert sorted(asked.member_clusters) == [0, 4] and "align/centre_cos" in asked.history[-1]
+    expected = two_clusters(model.net.w.detach()[0])
+    assert asked.member_results()["centre_cos"] == [pytest.approx(float(expected["centre_cos"]))]
