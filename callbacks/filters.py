@@ -72,6 +72,13 @@ class FilterDynamics(DiagnosticCallback):
       at the end, the filter closest to the mean of the largest final cluster is chosen
       and :func:`early_gradient_cosines` of its gradients in ``chunks`` chunks is written
       to TensorBoard's text tab (``filters/early_gradients``) and kept in :attr:`table`.
+    * **Change between epochs** (E.4.1: "the change between Epoch 0 and Epoch 3 is much more
+      significant than that between Epoch 3 and Epoch 20"): with ``change_steps`` [a, b, c],
+      the mean over ``layers`` and their filters of :math:`1 - \cos(w_i(s), w_i(t))` from a to
+      b (``filter_change_early``) and from b to c (``filter_change_late``).
+
+    :meth:`member_results` hands a study ``early_gradient_min_cos`` (the smallest of Table 7's
+    cosines) and the two changes, of member 0, the one ``filter_banks()`` shows.
 
     Args:
         layers: Layer names to picture (as ``filter_banks()`` names them); default: the
@@ -82,7 +89,10 @@ class FilterDynamics(DiagnosticCallback):
         gradient_steps: T, the early steps whose gradients Table 7 uses.
         chunks: Chunks of the T steps (the paper: 3 of 10).
         max_clusters: The largest k the cluster count tries.
+        change_steps: Three steps a < b < c (-1: the last) whose filters are kept and compared;
+            None or empty: no change measured.
     """
+
     state_attributes = ("history", "snapshots", "gradients")
 
     def __init__(
@@ -93,6 +103,7 @@ class FilterDynamics(DiagnosticCallback):
         gradient_steps: int = 30,
         chunks: int = 3,
         max_clusters: int = 6,
+        change_steps: list[int] | None = None,
     ) -> None:
         super().__init__()
         check_int("FilterDynamics.gradient_steps", gradient_steps, 1)
@@ -103,6 +114,18 @@ class FilterDynamics(DiagnosticCallback):
         self.mds_steps = [0, -1] if mds_steps is None else list(mds_steps)
         if any(not is_int(s) or s < -1 for s in self.mds_steps):
             raise ValueError(f"FilterDynamics.mds_steps must be steps >= 0 (or -1: the last), got {self.mds_steps}.")
+        self.change_steps = list(change_steps or [])
+        if self.change_steps and (
+            len(self.change_steps) != 3
+            or any(not is_int(s) or s < -1 for s in self.change_steps)
+            or sorted(self.change_steps[:2]) != self.change_steps[:2]
+            or -1 in self.change_steps[:2]
+            or (self.change_steps[2] != -1 and self.change_steps[2] <= self.change_steps[1])
+        ):
+            raise ValueError(
+                f"FilterDynamics.change_steps must be three increasing steps a < b < c (c may be -1: the last), "
+                f"got {self.change_steps}."
+            )
         self.layers, self.table_layer = layers, table_layer
         self.gradient_steps, self.chunks, self.max_clusters = gradient_steps, chunks, max_clusters
         self.snapshots: dict[int, dict[str, Tensor]] = {}  # step -> layer -> filters (n, fan_in), CPU
@@ -131,7 +154,36 @@ class FilterDynamics(DiagnosticCallback):
         self.gradients.clear()
 
     def _wants_snapshot(self, step: int) -> bool:
-        return step in self.mds_steps or (-1 in self.mds_steps and step == self._last_step)
+        wanted = [*self.mds_steps, *self.change_steps]
+        return step in wanted or (-1 in wanted and step == self._last_step)
+
+    def _resolved_change_steps(self) -> list[int]:
+        return [self._last_step if s == -1 else s for s in self.change_steps]
+
+    def member_results(self) -> dict[str, list]:
+        """Member 0's ``early_gradient_min_cos`` and ``filter_change_early`` / ``_late`` (see the class).
+
+        A value is None where the run did not reach it (fewer than ``chunks`` early steps, a
+        change step past the run's last step).
+        """
+        out: dict[str, list] = {}
+        cosines_of_table = [v for k, v in self.table.items() if k.startswith("cos")]
+        out["early_gradient_min_cos"] = [min(cosines_of_table) if cosines_of_table else None]
+        if self.change_steps:
+            a, b, c = self._resolved_change_steps()
+            out["filter_change_early"] = [self._change(a, b)]
+            out["filter_change_late"] = [self._change(b, c)]
+        return out
+
+    def _change(self, start: int | None, end: int | None) -> float | None:
+        r"""Mean over layers and filters of :math:`1 - \cos(w_i(start), w_i(end))`; None if a step is missing."""
+        if start not in self.snapshots or end not in self.snapshots:
+            return None
+        changes = [
+            1.0 - cosines(self.snapshots[start][name], self.snapshots[end][name]).diagonal().mean()
+            for name in self.layers
+        ]
+        return float(torch.stack(changes).mean())
 
     def is_due(self, step: int) -> bool:
         """The picture steps only (clustering every layer is too dear for a dense cadence)."""
@@ -160,8 +212,11 @@ class FilterDynamics(DiagnosticCallback):
         # The final k-means clusters colour every picture of a layer and pick Table 7's filter.
         labels = {name: cluster_filters(final[name], self.max_clusters)[1] for name in {*self.layers, self.table_layer}}
         self._early_gradient_table(trainer, final[self.table_layer], labels[self.table_layer])
+        pictured = [
+            s for s in sorted(self.snapshots) if s in self.mds_steps or (-1 in self.mds_steps and s == self._last_step)
+        ]
         for name in self.layers:
-            for step in sorted(self.snapshots):
+            for step in pictured:
                 if name in self.snapshots[step]:
                     self._picture(trainer, name, step, self.snapshots[step][name], labels[name])
 

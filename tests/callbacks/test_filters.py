@@ -80,3 +80,24 @@ def test_filter_dynamics_needs_convolutions_and_known_layers(tmp_path, fit):
     ):
         with pytest.raises(ValueError, match=f"FilterDynamics.{name}"):
             FilterDynamics(**kwargs)
+
+
+def test_filters_hand_their_change_between_epochs_and_table_7_to_a_study(fit, tmp_path):
+    callback = FilterDynamics(mds_steps=[], gradient_steps=6, chunks=3, change_steps=[0, 2, -1])
+    model, _ = _run(fit, tmp_path, callback)
+    results = callback.member_results()
+    # By hand: 1 - cos of each filter between the kept steps, averaged over filters and layers.
+    start, middle, end = (callback.snapshots[step] for step in (0, 2, 6))
+    early = [
+        float(1 - torch.nn.functional.cosine_similarity(start[n], middle[n], dim=1).mean()) for n in callback.layers
+    ]
+    late = [float(1 - torch.nn.functional.cosine_similarity(middle[n], end[n], dim=1).mean()) for n in callback.layers]
+    assert results["filter_change_early"] == [pytest.approx(sum(early) / len(early))]
+    assert results["filter_change_late"] == [pytest.approx(sum(late) / len(late))]
+    table = [v for k, v in callback.table.items() if k.startswith("cos")]
+    assert results["early_gradient_min_cos"] == [min(table)]
+    assert set(callback.snapshots) == {0, 2, 6} and not callback.images  # kept, not pictured: none asked
+    with pytest.raises(ValueError, match="change_steps must be three increasing steps"):
+        FilterDynamics(change_steps=[2, 1, -1])
+    with pytest.raises(ValueError, match="change_steps"):
+        FilterDynamics(change_steps=[0, -1, 5])

@@ -231,6 +231,7 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
     clusters = {"clusters", "clusters_start", "centres_apart", "centres_apart_start"}
+    clusters |= {"gradient_cos", "change_early", "change_late"}  # E.4.1's filters
     assert (
         set(rules["tolerances"])
         == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"} | clusters
