@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -266,6 +267,7 @@ def _halving_scores(methods, grids, experiment, options, out, tuning, build, run
         alive[method.name] = [_point_name(values) for values in grid]
     scores: dict = {}
     checkpoints: dict = {}  # (method, point) -> the checkpoint its next rung resumes
+    made: set[Path] = set()  # every rung's checkpoint not removed yet
     for r in range(max(len(steps) for steps in rungs.values())):
         trials, plan = [], {}
         for name, steps in rungs.items():
@@ -279,6 +281,7 @@ def _halving_scores(methods, grids, experiment, options, out, tuning, build, run
                 trials.append(Trial(label, folder, config))
                 plan[name, point] = label
                 checkpoints[name, point] = folder / "checkpoints" / "last.ckpt"
+                made.add(checkpoints[name, point])
         log(f"successive halving, rung {r + 1}: {len(trials)} fit(s)")
         done = run(trials)
         for name, steps in rungs.items():
@@ -297,6 +300,13 @@ def _halving_scores(methods, grids, experiment, options, out, tuning, build, run
                     rung.append(mean)
                     errors.append(None if std is None else std / math.sqrt(seeds))
             alive[name] = [alive[name][i] for i in survivors(rung, options.halving, last, errors)]
+        # Only the survivors' newest checkpoints are resumed from; the rest (a dropped point's,
+        # a survivor's earlier rung) go, about 1 GB per item at d = 2000. A rerun that finds a
+        # checkpoint gone trains that rung from step 0 instead (rung_config), to the same numbers.
+        needed = {checkpoints[name, point] for name in alive for point in alive[name]}
+        for path in set(made) - needed:
+            shutil.rmtree(path.parent, ignore_errors=True)
+            made.remove(path)
     return scores
 
 
@@ -307,6 +317,9 @@ def rung_config(config: dict, folder: Path, steps: int, resume: Path | None, las
     the next rung resumes with ``ckpt_path``: a resumed fit continues bit for bit as one
     uninterrupted fit would (``tests/featlearn/cli/test_resume_every_experiment.py``). The
     experiment's own checkpoint callbacks are replaced by that one (the last rung keeps none).
+    Where ``resume`` is gone (a search cleans up what no survivor needs, and a rerun may
+    promote otherwise), the rung trains from step 0: the same steps, so the same numbers.
+    ``ckpt_path`` is not part of a trial's digest, so either way the result is reused.
     """
     from pytorch_lightning.callbacks import ModelCheckpoint
 
@@ -326,7 +339,7 @@ def rung_config(config: dict, folder: Path, steps: int, resume: Path | None, las
         checkpoint = {"save_last": True, "every_n_train_steps": steps, "save_top_k": 0}
         kept.insert(0, {"class_path": "StepCheckpoint", "init_args": checkpoint})
     trainer["callbacks"] = kept
-    if resume is not None:
+    if resume is not None and resume.is_file():
         config["ckpt_path"] = str(resume)
     return config
 

@@ -596,14 +596,22 @@ def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path
     assert final["lr_a"] == chosen
     point = halved / "tuning_halving_2" / "rf" / repr(chosen)
     assert sorted(p.name for p in point.iterdir()) == ["steps_3", "steps_5", "steps_9"]
-    assert (point / "steps_5" / "checkpoints" / "last.ckpt").is_file()
-    assert not (point / "steps_9" / "checkpoints").exists()  # the last rung keeps no checkpoint
+    # Resumed from its rung at step 5; once the search ends no checkpoint is kept (the last rung saves none).
     resumed = yaml.safe_load((point / "steps_9" / "config.yaml").read_text())
     assert resumed["ckpt_path"] == str(point / "steps_5" / "checkpoints" / "last.ckpt")
+    assert not list((halved / "tuning_halving_2").rglob("*.ckpt"))
     chosen_full = json.loads((tmp_path / "full" / "tuning" / "rf" / repr(chosen) / "result.json").read_text())
     assert results["RF"]["val_acc"] == chosen_full["metrics"]["val_acc"]
     assert f"by successive halving (eta = 2): {key} = {chosen!r}" in (halved / "table.md").read_text()
     assert not (tmp_path / "checkpoints").exists()  # logger-less tuning fits checkpoint in folders of their own
+    # A rerun whose last rung is gone resumes nothing (the checkpoints are gone too): it trains that rung
+    # from step 0 to the same numbers, and the finished rungs are reused.
+    last_rung = json.loads((point / "steps_9" / "result.json").read_text())
+    (point / "steps_9" / "result.json").unlink()
+    compare_command([*args, "--out", str(halved), "--halving", "2"], build_cli)
+    again = json.loads((point / "steps_9" / "result.json").read_text())
+    assert again["metrics"]["val_acc"] == last_rung["metrics"]["val_acc"] and again["digest"] == last_rung["digest"]
+    assert "ckpt_path" not in yaml.safe_load((point / "steps_9" / "config.yaml").read_text())
 
 
 def test_compare_called_from_python_takes_mappings_and_returns_a_comparison(tmp_path):
