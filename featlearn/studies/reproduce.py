@@ -189,12 +189,13 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
     the paper's words and place (``source``), the measured side (``left``: a method and a
     metric column of that item), a relation (``=``, ``<``, ``>``) and the other side: a
     number (``value``) or another method's mean (``right``, its metric defaulting to the
-    left's). ``left: {statistic: std}`` measures the spread of the metric over the seeds
-    instead of its mean (the paper's "standard deviations smaller than 0.5%"): one number,
-    so a bound on it holds or not, with no spread of its own. ``not_measured`` says why
-    featlearn has no measurement for it yet. A claim is
-    judged by :func:`~featlearn.studies.judgement.judge` without the trivial-rate rule: the
-    claim itself says where chance lies ("all three methods drop to chance").
+    left's; ``right: {item}`` measures it in another item of the plan, and the claim is not
+    run where that item was not). ``left: {statistic: std}`` measures the spread of the
+    metric over the seeds instead of its mean (the paper's "standard deviations smaller than
+    0.5%"): one number, so a bound on it holds or not, with no spread of its own.
+    ``not_measured`` says why featlearn has no measurement for it yet. A claim is judged by
+    :func:`~featlearn.studies.judgement.judge` without the trivial-rate rule: the claim
+    itself says where chance lies ("all three methods drop to chance").
     """
     cells = []
     for claim in rules.get("claims") or []:
@@ -216,12 +217,19 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
         cell["metric"] = left["metric"]
         interval = (results.get(left["method"]) or {}).get(f"{metric}_interval")
+        other = outcome  # the item the right side is measured in: this one, or right.item
         if "right" in claim:
             right = claim["right"]
             right_metric = next(m for c, m, _, _ in COLUMNS if c == right.get("metric", left["metric"]))
             cell["reference"] = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
-            paper, _, _ = summarize(_reached((results.get(right["method"]) or {}).get(right_metric)))
-            right_interval = (results.get(right["method"]) or {}).get(f"{right_metric}_interval")
+            right_results = results
+            if right.get("item", item.id) != item.id:  # a claim across two items (e.g. two mixtures' parts)
+                cell["reference"] += f", {right['item']}"
+                other = outcomes.get(right["item"], {"status": "not run", "why": "not among the items run"})
+                other = {**other, "why": f"{right['item']}: {other.get('why', '')}"}
+                right_results = dict(other.get("results") or {})
+            paper, _, _ = summarize(_reached((right_results.get(right["method"]) or {}).get(right_metric)))
+            right_interval = (right_results.get(right["method"]) or {}).get(f"{right_metric}_interval")
             if interval is not None and right_interval is not None:  # two fitted rates: interval against interval
                 cell["paper_interval"] = list(right_interval)
         else:
@@ -238,6 +246,8 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"], values=values)
         if outcome["status"] != "run":
             cell.update(verdict="not run", reason=outcome["why"])
+        elif other["status"] != "run":
+            cell.update(verdict="not run", reason=other["why"])
         elif paper is None or mean is None:
             cell.update(verdict="not run", reason="a side of the claim was not measured at this scale")
         else:

@@ -255,6 +255,10 @@ def test_every_shipped_claim_names_an_item_its_methods_and_a_column_of_the_repor
         methods = (set(item.only) if item.only else methods) | {TRIVIAL_ROW, f"{TRIVIAL_ROW}, w/o structure"}
         assert claim["left"]["method"] in methods and claim["left"]["metric"] in columns, claim
         assert claim["relation"] in ("=", "<", ">") and ("right" in claim) != ("value" in claim), claim
+        if "right" in claim and "item" in claim["right"]:  # measured in another item: that item's methods
+            other = next(i for i in plan.items if i.id == claim["right"]["item"])
+            methods = {m.name for m in load_methods(resolve_config(other.methods or plan.scales["cpu"]["methods"]))}
+            methods = set(other.only) if other.only else methods
         assert "right" not in claim or claim["right"]["method"] in methods, claim
 
 
@@ -320,6 +324,20 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert "sits at the trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
     assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
     rules["claims"].pop()
+    rules["claims"].pop()
+    # A claim across two items reads the right side in the other item, and is not run without it.
+    across = {"item": "R", "claim": "above the other's", "source": "s", "relation": ">",
+              "left": {"method": "Network", "metric": "test"}, "right": {"item": "Q", "method": "NTK"}}  # fmt: skip
+    rules["claims"].append(across)
+    other = Item(id="Q", title="Q", configs=[], setting="S")
+    two = Plan("p", "t", {}, [item, other], "")
+    theirs = {"NTK": {"test_acc": [90.0, 91.0]}}
+    outcomes = {"R": {"status": "run", "results": results}, "Q": {"status": "run", "results": theirs}}
+    crossed = {c["method"]: c for c in collect_claims(two, outcomes, rules)}["claim: above the other's"]
+    assert crossed["paper"] == 90.5 and crossed["reference"] == "NTK, Q" and crossed["verdict"] == "reproduced"
+    outcomes["Q"] = {"status": "not run", "why": "no files"}
+    crossed = {c["method"]: c for c in collect_claims(two, outcomes, rules)}["claim: above the other's"]
+    assert crossed["verdict"] == "not run" and crossed["reason"] == "Q: no files"
     rules["claims"].pop()
     skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c["verdict"] for c in skipped] == ["not run"] * 5 and skipped[0]["reason"] == "no files"
