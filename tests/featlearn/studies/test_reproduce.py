@@ -230,8 +230,8 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
             if only is None:  # Tables 1-5: every method of the paper's row runs
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
-    clusters = {"clusters", "clusters_start", "centres_apart", "centres_apart_start"}
-    clusters |= {"gradient_cos", "change_early", "change_late"}  # E.4.1's filters
+    clusters = {"within-group cos", "within-group cos at step 0", "centre cos", "centre cos at step 0"}
+    clusters |= {"least early-gradient cos", "filter change 0-3", "filter change 3-20"}  # E.4.1's filters
     assert (
         set(rules["tolerances"])
         == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"} | clusters
