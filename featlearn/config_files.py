@@ -128,4 +128,3 @@ def config_files(args: list[str]) -> list[str]:
         if value is not None and not any(c in value for c in ":{\n"):
             files.append(value)
     return files
-

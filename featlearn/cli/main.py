@@ -30,9 +30,7 @@ def configs_command(argv: list[str]) -> None:
         prog="featlearn configs", description="The configs shipped with featlearn.", allow_abbrev=False
     )
     sub = parser.add_subparsers(dest="action")
-    copy = sub.add_parser(
-        "copy", help="Copy a shipped config out, to edit and run with --config.", allow_abbrev=False
-    )
+    copy = sub.add_parser("copy", help="Copy a shipped config out, to edit and run with --config.", allow_abbrev=False)
     copy.add_argument("name", help="A shipped experiment (glasgow_xor) or config (debug/smoke).")
     copy.add_argument("dest", nargs="?", default=None, help="File or folder to write (default: ./NAME's file name).")
     args = parser.parse_args(argv)
@@ -63,6 +61,7 @@ def configs_command(argv: list[str]) -> None:
 def how_to_use(source: Path, dest: Path) -> str:
     """The command that takes a copy ``dest`` of the shipped config ``source``, by the folder it ships in."""
     from featlearn.config_files import config_root
+
     folder = source.parent.relative_to(config_root()).parts if source.parent != config_root() else ()
     if folder[:1] == ("experiments",):
         if len(folder) > 1:

@@ -21,6 +21,7 @@ def lock_file(folder: Path) -> Path:
     """The lock file of ``folder``, beside it (it holds the pid of the process that runs there)."""
     return folder.parent / f".{folder.name}.featlearn.lock"
 
+
 #: Folders this process holds, by resolved path -> the open lock file's descriptor.
 _HELD: dict[Path, int] = {}
 #: Per held folder, the folders above it that taking it created (the experiment's, save_dir), innermost first.

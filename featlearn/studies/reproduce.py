@@ -269,8 +269,8 @@ def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str |
 
     Three cases, all the trivial-rate rule's (:mod:`featlearn.studies.judgement`) for relations:
 
-    * a bound on the spread over seeds (``statistic: std``) of a method at its trivial rate:
-      a constant predictor's accuracy varies only with each seed's class balance;
+    * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
+      its trivial rate: it does not fit the task, so its spread says nothing of its stability;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
     * two methods compared on sets whose trivial rates differ by more than the floor (a task
@@ -287,8 +287,8 @@ def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str |
         trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
         if mean is not None and trivial is not None and abs(mean - trivial) <= floor:
             return (
-                f"{left['method']} sits at the trivial rate ({mean:.1f}% against {trivial:.1f}%): the spread of a "
-                "constant predictor is that of its seeds' class balance, not of a method"
+                f"{left['method']} sits within the floor of its trivial rate ({mean:.1f}% against {trivial:.1f}%): "
+                "it does not fit the task, so its spread over the seeds says nothing of the method's stability"
             )
         return None
     if right is None:

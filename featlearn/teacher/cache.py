@@ -20,7 +20,6 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("FEATLEARN_CACHE", Path.home() / ".cache" / "featlearn")) / "teachers"
 
 
-
 def _digest(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:20]
 

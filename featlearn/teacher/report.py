@@ -72,6 +72,7 @@ def publish_teacher(
                     )
         plot_sweep(search, trainer)
 
+
 def plot_sweep(search: TeacherSearch, trainer: pl.Trainer) -> None:
     """Figure 26's curve: the teachers' test loss against their number of parameters, the chosen size starred."""
     try:
@@ -80,9 +81,7 @@ def plot_sweep(search: TeacherSearch, trainer: pl.Trainer) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
-        warnings.warn(
-            "matplotlib is not installed: no teacher_sweep.png (pip install matplotlib).", stacklevel=2
-        )
+        warnings.warn("matplotlib is not installed: no teacher_sweep.png (pip install matplotlib).", stacklevel=2)
         return
     params = [row["parameters"] for row in search.sweep]
     figure, axes = plt.subplots(figsize=(6, 4))

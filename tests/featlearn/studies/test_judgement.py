@@ -82,9 +82,10 @@ def test_a_test_accuracy_at_chance_is_a_claim_when_the_method_fits_its_training_
                   fits_training_set=False)  # fmt: skip
     assert stuck["verdict"] == "uninformative"
     # The training accuracy itself at chance is never rescued by that exception.
-    assert judge(51.0, [50.5], "train", "E.1.1", "NTK", RULES, trivial=50.2, fits_training_set=True)[
-        "verdict"
-    ] == "uninformative"
+    assert (
+        judge(51.0, [50.5], "train", "E.1.1", "NTK", RULES, trivial=50.2, fits_training_set=True)["verdict"]
+        == "uninformative"
+    )
 
 
 def test_a_cell_clear_of_the_trivial_rate_is_judged_by_the_floor():

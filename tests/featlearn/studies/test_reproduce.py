@@ -321,7 +321,7 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     )
     spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
     assert spread["claim: steady at chance"]["verdict"] == "uninformative"
-    assert "sits at the trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
+    assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
     assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
     rules["claims"].pop()
     rules["claims"].pop()
