@@ -248,6 +248,8 @@ class FeatureAlignment(DiagnosticCallback):
         self.mds_steps = mds_steps
         self.highlight_step = highlight_step
         self.highlight_cos = highlight_cos
+        if clusters is not None and not isinstance(clusters, bool):
+            raise ValueError(f"FeatureAlignment.clusters must be true, false or null (on real data), got {clusters!r}.")
         self.clusters = clusters
         self.snapshots: dict[int, Tensor] = {}  # step -> w of member 0 (p, d), CPU
         self.output_signs: dict[int, Tensor] = {}  # step -> sign(a) of member 0 (p,), CPU
@@ -306,8 +308,8 @@ class FeatureAlignment(DiagnosticCallback):
             per_member.append(values)
         if clusters:
             first = min(self.member_clusters, default=step)
-            clusters = [{k: float(v[k]) for k in ("cluster_cos", "centre_cos")} for v in per_member]
-            self.member_clusters = {**{first: self.member_clusters.get(first, clusters)}, step: clusters}
+            now = [{k: float(v[k]) for k in ("cluster_cos", "centre_cos")} for v in per_member]
+            self.member_clusters = {**{first: self.member_clusters.get(first, now)}, step: now}
         return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
 
     def member_results(self) -> dict[str, list]:

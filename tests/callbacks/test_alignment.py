@@ -237,3 +237,9 @@ def test_clusters_on_synthetic_data_only_when_asked(fit):
     assert sorted(asked.member_clusters) == [0, 4] and "align/centre_cos" in asked.history[-1]
     expected = two_clusters(model.net.w.detach()[0])
     assert asked.member_results()["centre_cos"] == [pytest.approx(float(expected["centre_cos"]))]
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0.0])
+def test_clusters_refuses_what_is_not_a_flag(value):
+    with pytest.raises(ValueError, match="FeatureAlignment.clusters must be true, false or null"):
+        FeatureAlignment(clusters=value)
