@@ -210,6 +210,7 @@ class TwoLayerNetwork(nn.Module):
         ``members``: only these members (x then holds as many rows along dimension 0).
         """
         w = self.w if members is None else self.w[members]
+        x = x.to(w.dtype)  # data models draw float32; under trainer.precision 64-true the weights are float64
         if self.b is None:
             return torch.bmm(x, w.transpose(1, 2))
         b = self.b if members is None else self.b[members]

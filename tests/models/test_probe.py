@@ -110,3 +110,28 @@ def test_probe_fits_after_the_last_step_with_several_updates_per_batch(fit):
     fit(chunked, data_model(updates_per_batch=3), 5)
     assert int(chunked.probed_at) == 5
     torch.testing.assert_close(chunked.net.a, one.net.a)
+
+
+def test_a_float64_run_forgets_the_initial_weights_at_a_step_float32_cannot_carry(fit):
+    """Eq. (276)'s step: eta tiny, lambda = 1/(2 eta): w^(1) = -eta grad in float64 (trainer precision 64-true).
+
+    The data model draws float32 inputs; the network casts them to its own dtype. In float32 the
+    L2 gradient 2 lambda w = w / eta swamps the loss gradient, and w^(1) is not -eta grad.
+    """
+    eta = 1e-9
+    steps = dict(lr_w=eta, lr_b=eta, lr_a=eta, weight_decay_w=1 / (2 * eta), weight_decay_b=0.0, weight_decay_a=0.0)
+    options = {**SHI_NET, **steps}
+    probes = {}
+    for precision in ("64-true", "32-true"):
+        probe = SteppedFeatureProbe(16, **grouped(12, seed=4, ensemble_size=1, **options))
+        w0 = probe.net.w.detach().double().clone()
+        fit(probe, data_model(), 1, precision=precision)
+        probes[precision] = (probe, w0)
+    probe, w0 = probes["64-true"]
+    assert probe.net.w.dtype == torch.float64 and int(probe.probed_at) == 1
+    step = probe.net.w.detach() / eta  # -grad, O(1): nothing of w^(0) is left in it
+    cos_w0 = torch.nn.functional.cosine_similarity(step.flatten(), w0.flatten(), dim=0)
+    assert 0 < float(step.abs().max()) < 1e3 and abs(float(cos_w0)) < 0.5
+    single, w0 = probes["32-true"]
+    left = torch.nn.functional.cosine_similarity(single.net.w.detach().double().flatten(), w0.flatten(), dim=0)
+    assert abs(float(left)) > 0.5  # float32 kept w^(0)'s line: it could not carry the step
