@@ -139,6 +139,42 @@ def two_clusters(w: Tensor, seed: int = 0) -> dict[str, Tensor]:
     }
 
 
+def random_max_cos(dim: int, directions: int) -> dict[str, float]:
+    r"""The law of :math:`\max_{i \le n} \cos(u_i, v)` for n independent uniform unit vectors in :math:`\mathbb{R}^d`.
+
+    What ``align/max_cos`` reads for a first layer that never left an isotropic Gaussian
+    initialisation (random features), against which a measured cosine is judged. One cosine
+    :math:`c` has :math:`(1 + c)/2 \sim \mathrm{Beta}(\frac{d-1}{2}, \frac{d-1}{2})`, with CDF
+    :math:`F`; the largest of n has CDF :math:`F^n`, density :math:`n F^{n-1} F'`, and
+    quantiles :math:`F^{-1}(q^{1/n})`. Exact (numerical quadrature), no sampling.
+
+    Args:
+        dim: The input dimension d >= 2.
+        directions: n, the number of independent directions (m for a mirrored-pair layer of 2m neurons).
+
+    Returns:
+        ``{"mean", "std", "q025", "q975"}`` of the largest cosine.
+    """
+    import math
+
+    from scipy import integrate, stats
+
+    one = stats.beta((dim - 1) / 2, (dim - 1) / 2)
+
+    def density(c: float) -> float:
+        return directions * one.cdf((1 + c) / 2) ** (directions - 1) * one.pdf((1 + c) / 2) / 2
+
+    scale = 1.0 / math.sqrt(dim)  # where the mass lies: a quadrature hint
+    hints = [0.0, 3.0 * scale]
+    mean = integrate.quad(lambda c: c * density(c), -1.0, 1.0, points=hints, limit=200)[0]
+    var = integrate.quad(lambda c: (c - mean) ** 2 * density(c), -1.0, 1.0, points=hints, limit=200)[0]
+
+    def quantile(q: float) -> float:
+        return float(2.0 * one.ppf(q ** (1.0 / directions)) - 1.0)
+
+    return {"mean": float(mean), "std": math.sqrt(var), "q025": quantile(0.025), "q975": quantile(0.975)}
+
+
 def overlapping_points(xy, colours, resolution: float = 0.01) -> list[tuple[float, float, str, int]]:
     """Points of one colour that fall in one cell of a grid (``resolution`` times the picture's extent), merged.
 

@@ -8,6 +8,7 @@ from featlearn.callbacks.alignment import (
     class_mean_alignment,
     dictionary_snr,
     feature_alignment,
+    random_max_cos,
     two_clusters,
 )
 from featlearn.datamodules import BooleanXOR, GaussianMixture, ImageDataModule, SparseCoding
@@ -243,3 +244,22 @@ def test_clusters_on_synthetic_data_only_when_asked(fit):
 def test_clusters_refuses_what_is_not_a_flag(value):
     with pytest.raises(ValueError, match="FeatureAlignment.clusters must be true, false or null"):
         FeatureAlignment(clusters=value)
+
+
+def test_random_max_cos_matches_sampled_directions():
+    """The exact law of the largest cosine of n random directions against a sampled one (d = 100, n = 300)."""
+    law = random_max_cos(100, 300)
+    gen = torch.Generator().manual_seed(0)
+    largest = []
+    for _ in range(4):  # 4 x 500 draws of 300 directions, 60 MB at a time
+        g = torch.randn(500, 300, 100, generator=gen, dtype=torch.float64)
+        largest.append((g[..., 0] / g.norm(dim=-1)).max(dim=1).values)  # cos with e_1, the largest of 300: (500,)
+    largest = torch.cat(largest)  # (2000,)
+    assert abs(float(largest.mean()) - law["mean"]) < 3 * law["std"] / 2000**0.5
+    assert float(largest.std()) == pytest.approx(law["std"], rel=0.1)
+    inside = ((largest >= law["q025"]) & (largest <= law["q975"])).double().mean()
+    assert float(inside) == pytest.approx(0.95, abs=0.02)
+    # The numbers the Shi report's RF reasons cite (featlearn/papers/shi2022.yaml).
+    assert (round(law["mean"], 3), round(law["std"], 3), round(law["q975"], 3)) == (0.284, 0.036, 0.366)
+    wide = random_max_cos(500, 300)
+    assert (round(wide["mean"], 3), round(wide["std"], 3), round(wide["q975"], 3)) == (0.128, 0.017, 0.167)
