@@ -201,8 +201,17 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
     if any(c.get("kind") == "claim" for c in cells):
         md.append(
             "- a claim of the paper (the table under an item) is a relation between two measurements, or a "
-            "measurement and the paper's bound, judged by the same floors and bounds, without the trivial-rate rule "
-            "(the claim itself may be about chance)"
+            "measurement and the paper's bound, judged by the same floors and bounds; ○ inconclusive where its "
+            "measurements cannot decide it: the spread of a method that sits at its trivial rate or whose mean is "
+            "not the paper's (the paper's spread is of its own fit), chance on the test set of a method that does "
+            "not fit its training set either, or two accuracies on sets whose trivial rates differ; a claim about "
+            "chance itself is judged against the Trivial row"
+        )
+    if any(c.get("metric_statistic") for c in cells):
+        md.append(
+            "- a spread (std over seeds) is the sample standard deviation of as many seeds as the paper ran, "
+            "compared with the paper's bound as the paper's own was; with 5 seeds it bounds the method's true "
+            "spread only loosely (a 95% interval of about 0.6 to 2.9 times the sample value)"
         )
     if any(c.get("reference") for c in cells):
         md.append(

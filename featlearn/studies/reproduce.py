@@ -182,7 +182,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
     return cells
 
 
-def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[dict]:
+def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict, numbers: dict | None = None) -> list[dict]:
     """The paper's claims that are relations between measurements: one judged cell each.
 
     Each entry of the judgement file's ``claims`` names its item, the claim in a few words,
@@ -194,8 +194,11 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
     metric over the seeds instead of its mean (the paper's "standard deviations smaller than
     0.5%"): one number, so a bound on it holds or not, with no spread of its own.
     ``not_measured`` says why featlearn has no measurement for it yet. A claim is judged by
-    :func:`~featlearn.studies.judgement.judge` without the trivial-rate rule: the claim
-    itself says where chance lies ("all three methods drop to chance").
+    :func:`~featlearn.studies.judgement.judge`, after :func:`claim_undecided` has set aside
+    the claims its measurements cannot decide; the cells' trivial-rate rule itself does not
+    apply, since a claim may be about chance ("all three methods drop to chance").
+    ``numbers`` (:func:`~featlearn.studies.plan.paper_numbers`) gives the paper's own values,
+    against which a spread's method must be reproduced for its spread to speak of the paper's.
     """
     cells = []
     for claim in rules.get("claims") or []:
@@ -251,7 +254,8 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
         elif paper is None or mean is None:
             cell.update(verdict="not run", reason="a side of the claim was not measured at this scale")
         else:
-            undecided = claim_undecided(claim, results, rules)
+            paper_row = (numbers or {}).get((item.setting, left["method"]), {})
+            undecided = claim_undecided(claim, results, rules, paper_row.get(left["metric"]))
             judged = judge(
                 paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
@@ -264,13 +268,18 @@ def collect_claims(plan: Plan, outcomes: dict[str, dict], rules: dict) -> list[d
     return cells
 
 
-def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str | None:
+def claim_undecided(
+    claim: dict, results: dict[str, dict], rules: dict, paper_value: float | None = None
+) -> str | None:
     """Why a claim between accuracies cannot be decided by its measurements, or None.
 
-    Three cases, all the trivial-rate rule's (:mod:`featlearn.studies.judgement`) for relations:
+    Four cases:
 
     * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
       its trivial rate: it does not fit the task, so its spread says nothing of its stability;
+    * a bound on the spread of a method whose mean is not the paper's (``paper_value``, the
+      paper's value of that method and metric, more than the floor away): the paper's spread
+      is of its own fit, and a spread of another fit cannot confirm or refute it;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
     * two methods compared on sets whose trivial rates differ by more than the floor (a task
@@ -289,6 +298,12 @@ def claim_undecided(claim: dict, results: dict[str, dict], rules: dict) -> str |
             return (
                 f"{left['method']} sits within the floor of its trivial rate ({mean:.1f}% against {trivial:.1f}%): "
                 "it does not fit the task, so its spread over the seeds says nothing of the method's stability"
+            )
+        if mean is not None and paper_value is not None and abs(mean - paper_value) > floor:
+            return (
+                f"featlearn's {left['method']} ({mean:.1f}%) is not the paper's ({paper_value:.1f}%, this item's "
+                f"table): the paper's spread is of its own fit, and the spread of another fit can neither confirm "
+                f"nor refute it"
             )
         return None
     if right is None:
@@ -487,7 +502,7 @@ def reproduce(
         summary = json.loads(previous.read_text())["summary"]
         earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
-    cells = collect_cells(plan, outcomes, numbers, rules) + collect_claims(plan, outcomes, rules)
+    cells = collect_cells(plan, outcomes, numbers, rules) + collect_claims(plan, outcomes, rules, numbers)
     write_report(out, plan, settings, outcomes, cells, wall)
     counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
     print(

@@ -323,6 +323,14 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert spread["claim: steady at chance"]["verdict"] == "uninformative"
     assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
     assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
+    # The paper's spread is of its own fit: a spread of a method whose mean is not the paper's decides nothing.
+    numbers = {("S", "Network"): {"test": 90.0}}
+    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules, numbers)}
+    assert spread["claim: steady"]["verdict"] == "uninformative"  # 99.5 against the paper's 90.0
+    assert "featlearn's Network (99.5%) is not the paper's (90.0%" in spread["claim: steady"]["reason"]
+    numbers = {("S", "Network"): {"test": 98.0}}  # within the floor: judged, and its 0.71 is not below 0.5
+    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules, numbers)}
+    assert spread["claim: steady"]["verdict"] == "differs"
     rules["claims"].pop()
     rules["claims"].pop()
     # A claim across two items reads the right side in the other item, and is not run without it.
