@@ -28,6 +28,7 @@ COLUMNS = (
     ("test", "test_acc", "Test Acc (%)", 2),
     ("cos", "cos_similarity", "Cos Similarity", 3),
     ("centres", "centre_coverage", "Centres found", 3),
+    ("steps to 90% test", "steps_to_accuracy", "First step every seed tests >= 90% (from the logged minimum)", 0),
     ("within-group cos", "cluster_cos", "Within-group cos (k-means, 2 groups)", 3),
     ("within-group cos at step 0", "cluster_cos_start", "Within-group cos at step 0", 3),
     ("centre cos", "centre_cos", "Cos between the 2 group centres", 3),
@@ -53,6 +54,8 @@ COLUMNS = (
 KINDS = ("compare", "samples", "phases", "teacher_check")
 #: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
 TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
+#: The test accuracy (percent) whose first step an item with ``speed: true`` measures per method.
+SPEED_ACCURACY = 90.0
 #: The row of every compare item's table that holds its sets' trivial rates (always predicting the commonest class).
 TRIVIAL_ROW = "Trivial (majority class)"
 
@@ -111,6 +114,9 @@ class Item:
     #: :func:`~featlearn.studies.samples.samples`, ``{"teacher_sizes": "chosen,50"}`` for
     #: :func:`~featlearn.studies.teacher_check.teacher_check`).
     options: dict[str, dict] = field(default_factory=dict)
+    #: A compare item measures how fast each method learns: the first logged step at which every
+    #: seed tests at :data:`SPEED_ACCURACY` or more (``steps to 90% test``; a paper's "learns the fastest").
+    speed: bool = False
     notes: str = ""
 
     @property

@@ -32,7 +32,7 @@ from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
-from featlearn.studies.plan import TEACHER_SWEEP, Item, Plan, RunSettings
+from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings
 from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun
 from featlearn.studies.tuning import CompareOptions
@@ -107,9 +107,13 @@ class ComparisonTable:
         comparison = run_compare(item, plan, args, configs, folder, build)
         if isinstance(comparison, tuple):
             return {"status": comparison[0], "why": comparison[1]}
+        results = dict(comparison.results)
+        if item.speed:
+            for method, step in steps_to_accuracy(folder, list(results), SPEED_ACCURACY).items():
+                results[method] = {**results[method], "steps_to_accuracy": [step]}
         return {
             "status": "run",
-            "results": dict(comparison.results),
+            "results": results,
             "tuned": _tuned_values(folder),
             "training_seconds": trial_seconds(folder),
             "folder": folder,
@@ -357,6 +361,23 @@ def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple
             points = events.Scalars(tag)
             curves[method] = ([p.step for p in points], [p.value for p in points])
     return curves
+
+
+def steps_to_accuracy(folder: Path, methods: list[str], accuracy: float) -> dict[str, int | None]:
+    """Each method's first logged step >= 1 at which every seed tests at ``accuracy`` percent or more.
+
+    Read from the runs' ``heldout/test_acc_min`` (the smallest test accuracy over the members, which
+    are the seeds; ``heldout/test_acc`` for a run of one member), so the step is one that every seed
+    has reached: an upper bound on each seed's own first step, at the logging cadence. None: not
+    reached by the end; a method whose run logged no test accuracy is left out.
+    """
+    curves = logged_curves(folder, methods, "heldout/test_acc")
+    curves.update(logged_curves(folder, methods, "heldout/test_acc_min"))
+    return {
+        # 1e-4 points: TensorBoard keeps float32, in which 0.9 reads 0.89999998
+        method: next((s for s, a in zip(steps, values, strict=True) if s >= 1 and 100.0 * a >= accuracy - 1e-4), None)
+        for method, (steps, values) in curves.items()
+    }
 
 
 def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str, split: str = "test") -> Path | None:

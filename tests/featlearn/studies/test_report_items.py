@@ -1,0 +1,23 @@
+"""The report items' measurements read from a compare folder's TensorBoard events."""
+
+from torch.utils.tensorboard import SummaryWriter
+
+from featlearn.studies.report_items import steps_to_accuracy
+
+
+def write_curve(folder, method, tag, points):
+    writer = SummaryWriter(str(folder / "tensorboard" / method))
+    for step, value in points:
+        writer.add_scalar(tag, value, step)
+    writer.close()
+
+
+def test_steps_to_accuracy_is_the_first_step_every_seed_reaches(tmp_path):
+    # The mean reaches 90% at step 3, the slowest seed (the minimum) only at step 10.
+    write_curve(tmp_path, "network", "heldout/test_acc", [(0, 0.5), (1, 0.6), (3, 0.95), (10, 0.99)])
+    write_curve(tmp_path, "network", "heldout/test_acc_min", [(0, 0.5), (1, 0.55), (3, 0.85), (10, 0.97)])
+    # One member: its own curve; a step-0 value at 90% does not count (the symmetric start is no learning).
+    write_curve(tmp_path, "ntk", "heldout/test_acc", [(0, 0.95), (1, 0.5), (30, 0.9), (100, 0.95)])
+    write_curve(tmp_path, "rf", "heldout/test_acc", [(0, 0.5), (100, 0.76)])  # never reaches it
+    steps = steps_to_accuracy(tmp_path, ["Network", "NTK", "RF", "Two Step"], 90.0)
+    assert steps == {"Network": 10, "NTK": 30, "RF": None}  # Two Step logged nothing: left out
