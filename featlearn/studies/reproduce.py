@@ -21,7 +21,7 @@ measurements. Every cell with a paper value gets a verdict (:mod:`featlearn.stud
 * **reproduced**: \|featlearn mean - paper\| <= the metric's floor (the spread over seeds is
   shown, never added to the window; a bound holds at the edge of the spread);
 * **differs**: with the reason's category (a failed fit, a constant the paper leaves open, a
-  contradiction in the paper, a featlearn limitation) and its reason, or "no reason
+  contradiction in the paper, a featlearn limitation, a cause not established) and its reason, or "no reason
   recorded yet";
 * **uninformative**: featlearn and the paper both at the trivial (majority-class) rate, or a
   measurement that cannot decide (a U-curve's minimum at the edge of its sweep);

@@ -232,12 +232,14 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
     rules = judgement_rules("shi2022")
     clusters = {"within-group cos", "within-group cos at step 0", "centre cos", "centre cos at step 0"}
     clusters |= {"least early-gradient cos", "filter change 0-3", "filter change 3-20"}  # E.4.1's filters
+    clusters |= {"steps to 90% test"}  # E.1.2's "learns the fastest"
     assert (
         set(rules["tolerances"])
         == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"} | clusters
     )
     assert all(r["category"] in {"a constant the paper leaves open", "a contradiction in the paper",
-                                 "a featlearn limitation", "a claim its measurements cannot decide"}
+                                 "a featlearn limitation", "a claim its measurements cannot decide",
+                                 "a cause not established"}
                for r in rules["reasons"])  # fmt: skip
 
 
