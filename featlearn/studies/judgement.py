@@ -18,17 +18,20 @@ values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviati
   below. A rate is one fit over every seed, so it has no spread
   of its own, and a fixed floor would let a rate far from the claim pass.
 * **uninformative**: a measurement that cannot decide the claim (a U-curve's minimum at
-  the edge of its sweep), or an accuracy where featlearn's mean *and* the paper's value lie within
-  the floor of the *trivial rate* :math:`t`, the accuracy of always predicting the
-  commonest class of that set. Chance against chance says nothing about the method.
-  The exception is a test accuracy whose method fits its training set clear of the
-  trivial rate: "fits, yet tests at chance" is a claim (a network without input
+  the edge of its sweep), or a cell whose paper value lies within the floor of the
+  *trivial rate* :math:`t` while featlearn's mean lies there too or within the floor of the
+  paper's: chance against chance, or against a value near chance, says nothing about the
+  method. For an accuracy, :math:`t` is the accuracy of always predicting the commonest
+  class of that set; for a cosine with the ground truth (``cos``), its value at step 0,
+  the largest cosine of the random initialisation, which an unmoved (or frozen) first
+  layer keeps. The exception is a test accuracy whose method fits its training set clear
+  of the trivial rate: "fits, yet tests at chance" is a claim (a network without input
   structure), judged by the rule above.
 * **differs**: otherwise, with a category and a reason. A method at the trivial rate
   where the paper's is not, or whose every run degenerated (one class predicted, or a loss
-  that grew by orders of magnitude), is *a failed fit*,
-  never a result; the other reasons come from the paper's file of known differences,
-  which must cite the paper and a measurement.
+  that grew by orders of magnitude), is *a failed fit*, never a result; so is a mean within
+  the floor that some seeds' degenerate runs are part of. The other reasons come from the
+  paper's file of known differences, which must cite the paper and a measurement.
 * **not run**: no value was measured.
 
 Every rule is a function of the numbers alone, so each has a unit test
@@ -47,6 +50,9 @@ VERDICTS = ("reproduced", "differs", "uninformative", "not run")
 RELATIONS = ("=", "<", ">")
 #: Metric columns that are accuracies of a labelled set, so have a trivial rate: column -> that set.
 TRIVIAL_SETS = {"train": "train", "test": "test"}
+#: Metric columns whose trivial value is their value at initialisation (step 0): the largest cosine of
+#: the random first layer with the ground truth, which a layer that does not move keeps.
+TRIVIAL_AT_START = ("cos",)
 #: The category of a method whose accuracy sits at the trivial rate where the paper's does not.
 FAILED_FIT = "a failed fit"
 
@@ -93,6 +99,7 @@ def judge(
     trivial: float | None = None,
     fits_training_set: bool | None = None,
     degenerate: bool = False,
+    degenerate_seeds: int = 0,
     inconclusive: str | None = None,
     interval: tuple[float, float] | None = None,
     paper_interval: tuple[float, float] | None = None,
@@ -116,6 +123,8 @@ def judge(
             of its sweep): the cell is uninformative, whatever its value.
         degenerate: Every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`: it
             predicts one class, or its loss grew by orders of magnitude).
+        degenerate_seeds: How many seeds' runs degenerated: a mean within the floor that some
+            degenerate runs are part of is a failed fit, not a reproduction.
         interval: The measured value's 95% interval (a fitted rate's), which replaces the floor
             and the spread: the paper's value must lie inside it, or a bound hold at its edge.
         paper_interval: With ``interval``, the other side's interval where it is a fitted rate
@@ -154,24 +163,47 @@ def judge(
     if inconclusive:
         return {**cell, "verdict": "uninformative", "category": "inconclusive", "reason": inconclusive + "."}
     known = known_reason(rules, setting, method, column)
-    if column in TRIVIAL_SETS and relation == "=" and (trivial is not None or degenerate):
+    trivial_kind = column in TRIVIAL_SETS or column in TRIVIAL_AT_START
+    if trivial_kind and relation == "=" and (trivial is not None or degenerate):
         ours_trivial = degenerate or abs(mean - trivial) <= floor
         paper_trivial = trivial is not None and abs(paper_value - trivial) <= floor
-        rate = "" if trivial is None else f" ({trivial:.1f}% on this {TRIVIAL_SETS[column]} set)"
-        if ours_trivial and paper_trivial and not (column == "test" and fits_training_set):
+        if column in TRIVIAL_SETS:
+            ours, theirs, unit = f"{mean:.1f}%", f"{paper_value:.1f}%", " points"
+            rate = "" if trivial is None else f" ({trivial:.1f}% on this {TRIVIAL_SETS[column]} set)"
+            name = "the trivial rate" + rate
+            same = "a constant predictor scores the same"
+        else:
+            ours, theirs, unit = f"{mean:.3f}", f"{paper_value:.3f}", ""
+            name = "its value at step 0" + ("" if trivial is None else f" ({trivial:.3f}, the random initialisation)")
+            same = "a first layer that never moved reads the same"
+        chance_claim = column == "test" and fits_training_set  # "fits, yet tests at chance" (w/o structure)
+        if paper_trivial and (ours_trivial or held) and not chance_claim:
             return {
                 **cell,
                 "verdict": "uninformative",
                 "category": "both at the trivial rate",
-                "reason": f"featlearn's {mean:.1f}% and the paper's {paper_value:.1f}% both lie within {floor:g} "
-                f"points of the trivial rate{rate}: a constant predictor scores the same, so the cell says nothing "
+                "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {name}, and featlearn's {ours} "
+                f"{'there too' if ours_trivial else 'within the floor of it'}: {same}, so the cell says nothing "
                 f"about the method.",
             }
         if ours_trivial and not paper_trivial:
-            what = "degenerated (DegenerateRuns)" if degenerate else f"scores the trivial rate{rate}"
-            reason = f"featlearn's {method} {what}: its fit failed, where the paper's {paper_value:.1f}% is not there."
+            if column in TRIVIAL_SETS:
+                what = "degenerated (DegenerateRuns)" if degenerate else f"scores {name}"
+                reason = f"featlearn's {method} {what}: its fit failed, where the paper's {theirs} is not there."
+                category = FAILED_FIT
+            else:  # a cosine: the neurons did not move towards the ground truth (by design for a frozen layer)
+                what = "degenerated (DegenerateRuns)" if degenerate else f"stays within {floor:g} of {name}"
+                reason = f"featlearn's {method} {what}: its neurons did not align, where the paper's {theirs} is above."
+                category = known["category"] if known is not None and not degenerate else FAILED_FIT
             reason += f" {known['reason']}" if known is not None else ""
-            return {**cell, "verdict": "differs", "category": FAILED_FIT, "reason": reason}
+            return {**cell, "verdict": "differs", "category": category, "reason": reason}
+    if held and degenerate_seeds and (column in TRIVIAL_SETS or column in TRIVIAL_AT_START):
+        reason = (
+            f"{degenerate_seeds} of featlearn's {n} seeds of {method} degenerated (DegenerateRuns: one class "
+            "predicted, or a loss that grew by orders of magnitude): a mean within the floor that failed fits are "
+            "part of is not a result."
+        )
+        return {**cell, "verdict": "differs", "category": FAILED_FIT, "reason": reason}
     if held:
         return {**cell, "verdict": "reproduced"}
     if known is not None:

@@ -81,13 +81,14 @@ def run_compare(
     """
     only = item.only.get(args.scale) if isinstance(item.only, dict) else item.only
     methods = item.methods or plan.scales[args.scale].get("methods") or DEFAULT_METHODS
-    names = [method.name for method in load_methods(resolve_config(methods), only)]
+    listed = load_methods(resolve_config(methods), only)  # read once: the names choose the halving options
+    names = [method.name for method in listed]
     try:
         return compare(
             configs,
             folder,
             build=build,
-            methods=methods,
+            methods=listed,
             only=only,
             options=compare_options(plan, args, names),
             launcher=replace(args.launcher, folder=folder / "submitit"),
@@ -108,6 +109,10 @@ class ComparisonTable:
         if isinstance(comparison, tuple):
             return {"status": comparison[0], "why": comparison[1]}
         results = dict(comparison.results)
+        # The cosine's trivial value: each method's logged max cos at step 0, the random initialisation's.
+        for method, (steps, values) in logged_curves(folder, list(results), "align/max_cos").items():
+            if steps and steps[0] == 0:
+                results[method] = {**results[method], "cos_start": [values[0]]}
         if item.speed:
             for method, step in steps_to_accuracy(folder, list(results), SPEED_ACCURACY).items():
                 results[method] = {**results[method], "steps_to_accuracy": [step]}
@@ -229,7 +234,10 @@ class TeacherCheck:
         for row in rows:
             name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
             sizes = [point["size"] for point in row["curve"]]
-            edge = row["student_minimum"] in (sizes[0], sizes[-1])  # the U-curve's minimum may lie past the sweep
+            # The U-curve's minimum may lie past the sweep's larger end, or below its smaller one unless that
+            # is width 1, the smallest network there is.
+            lowest, largest = row["student_minimum"] == sizes[0], row["student_minimum"] == sizes[-1]
+            edge = largest or (lowest and sizes[0] > 1)
             results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
             if row["chosen"]:
                 results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}

@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featlearn.studies.judgement import TRIVIAL_SETS, VERDICTS, column_relation, judge
+from featlearn.studies.judgement import TRIVIAL_AT_START, TRIVIAL_SETS, VERDICTS, column_relation, judge
 from featlearn.studies.plan import (
     COLUMNS,
     PAPERS,
@@ -106,13 +106,16 @@ def trivial_rates(results: dict[str, dict]) -> dict[str, dict[str, list[float]]]
     :data:`TRIVIAL_ROW` from the first method whose runs measured them on the data with its
     input structure (every such method trains on the same sets), and the same row "w/o
     structure" from the first method on the variant without it, whose labels can be far more
-    one-sided; none where no run measured them.
+    one-sided; none where no run measured them. Its cosine is that method's at step 0 (the
+    random initialisation's, which every method of the item shares).
     """
     rows: dict[str, dict[str, list[float]]] = {}
     for method, values in results.items():
         row = f"{TRIVIAL_ROW}, w/o structure" if "w/o structure" in method else TRIVIAL_ROW
         if row not in rows and values.get("test_majority"):
             rows[row] = {"train_acc": values.get("train_majority"), "test_acc": values["test_majority"]}
+            if values.get("cos_start"):  # the cosine's trivial value: the random initialisation's
+                rows[row]["cos_similarity"] = values["cos_start"]
     return dict(sorted(rows.items(), key=lambda item: item[0] != TRIVIAL_ROW))
 
 
@@ -331,10 +334,17 @@ def claim_undecided(
 def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
     """What :func:`~featlearn.studies.judgement.judge` needs of a method's runs to apply the trivial-rate rule.
 
-    ``trivial``: the mean majority-class rate of the cell's set; ``fits_training_set``: whether
-    the method's training accuracy is more than the train floor above its own trivial rate;
-    ``degenerate``: whether every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`).
+    ``trivial``: the mean majority-class rate of the cell's set, or for a cosine
+    (:data:`~featlearn.studies.judgement.TRIVIAL_AT_START`) its mean value at step 0;
+    ``fits_training_set``: whether the method's training accuracy is more than the train
+    floor above its own trivial rate; ``degenerate``: whether every seed's run degenerated
+    (:class:`~featlearn.callbacks.DegenerateRuns`), and ``degenerate_seeds`` how many did.
     """
+    flags = values.get("degenerate") or []
+    degenerate = {"degenerate": bool(flags) and all(flags), "degenerate_seeds": sum(bool(f) for f in flags)}
+    if column in TRIVIAL_AT_START:  # the value at step 0 (ComparisonTable: from the runs' logged curves)
+        start, _, _ = summarize(values.get(f"{column}_start"))
+        return {"trivial": start, **degenerate}
     if column not in TRIVIAL_SETS:
         return {}
     trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[column]}_majority"))
@@ -343,8 +353,7 @@ def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
     tolerances = rules["tolerances"]
     floor = float(tolerances.get("train", tolerances[column])["absolute"])  # a paper may judge test accuracy only
     fits = None if train is None or train_trivial is None else train - train_trivial > floor
-    flags = values.get("degenerate")
-    return {"trivial": trivial, "fits_training_set": fits, "degenerate": bool(flags) and all(flags)}
+    return {"trivial": trivial, "fits_training_set": fits, **degenerate}
 
 
 def _reached(values: list | None) -> list[float] | None:

@@ -91,8 +91,44 @@ def test_a_test_accuracy_at_chance_is_a_claim_when_the_method_fits_its_training_
 def test_a_cell_clear_of_the_trivial_rate_is_judged_by_the_floor():
     assert judge(100.0, [99.0], "test", "E.1.1", "Network", RULES, trivial=50.0)["verdict"] == "reproduced"
     assert judge(84.0, [79.0], "test", "E.1.1", "NTK", RULES, trivial=50.0)["verdict"] == "differs"
-    # Cosines have no trivial rate: the rule never applies to them.
-    assert judge(0.25, [0.26], "cos", "E.1.1", "RF", RULES, trivial=50.0)["verdict"] == "reproduced"
+    # A cosine well clear of its value at step 0 is judged by the floor alone.
+    assert judge(0.997, [0.999], "cos", "E.1.1", "Network", RULES, trivial=0.127)["verdict"] == "reproduced"
+
+
+def test_a_paper_value_near_chance_is_matched_by_nothing_but_chance():
+    # E.2.2 ratio 0.8's NTK: the paper's 82.7 lies within the floor of the 80.2% trivial rate, and ours
+    # (84.05, clear of it) within the floor of the paper's: matching a value near chance says nothing.
+    cell = judge(82.7, [84.0, 84.1], "test", "E.2.2", "NTK", RULES, trivial=80.2)
+    assert (cell["verdict"], cell["category"]) == ("uninformative", "both at the trivial rate")
+    assert "within the floor of it" in cell["reason"]
+    # Far above it, ours differs from a paper value at chance (no verdict hides it).
+    assert judge(82.7, [99.0, 99.5], "test", "E.2.2", "NTK", RULES, trivial=80.2)["verdict"] == "differs"
+
+
+def test_a_mean_within_the_floor_with_degenerate_seeds_is_a_failed_fit():
+    # Two of five seeds predict one class: their mean may land on the paper's value, and is still no result.
+    cell = judge(86.0, [80.4, 89.1, 89.3, 79.9, 89.0], "test", "E.1.1", "NTK", RULES, trivial=50.0,
+                 degenerate_seeds=2)  # fmt: skip
+    assert (cell["verdict"], cell["category"]) == ("differs", FAILED_FIT)
+    assert "2 of featlearn's 5 seeds" in cell["reason"]
+    assert judge(86.0, [86.0, 86.5], "test", "E.1.1", "NTK", RULES, trivial=50.0)["verdict"] == "reproduced"
+
+
+def test_a_cosine_is_judged_against_its_value_at_initialisation():
+    # A frozen random layer (RF) keeps its step-0 cosine; the paper's is near it too: nothing is learned on either side.
+    both = judge(0.114, [0.127, 0.128], "cos", "E.1.1", "RF", RULES, trivial=0.127)
+    assert both["verdict"] == "uninformative" and "step 0 (0.127" in both["reason"]
+    # Ours stays at the initialisation, the paper's lies above it: a difference, with the known reason's category.
+    rules = {**RULES, "reasons": [{"setting": "*", "method": "RF", "metric": "cos",
+                                   "category": "a contradiction in the paper", "reason": "frozen"}]}  # fmt: skip
+    above = judge(0.354, [0.27, 0.28], "cos", "E.2.1", "RF", rules, trivial=0.28)
+    assert (above["verdict"], above["category"]) == ("differs", "a contradiction in the paper")
+    assert above["reason"].startswith("featlearn's RF stays within 0.05 of its value at step 0")
+    assert above["reason"].endswith("frozen")
+    # Runs that degenerated give no cosine to reproduce, whatever its value.
+    failed = judge(0.218, [0.245, 0.25], "cos", "E.2.2", "Network w/o structure", RULES, trivial=0.127,
+                   degenerate=True)  # fmt: skip
+    assert (failed["verdict"], failed["category"]) == ("differs", FAILED_FIT)
 
 
 def test_a_relation_per_column_may_name_a_method_to_compare_with():

@@ -107,9 +107,11 @@ def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
 def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them():
     item = Item(id="R", title="R", configs=[], setting="S")
     plan = Plan("p", "t", {}, [item], "")
-    balanced = {"train_majority": [50.1, 50.3], "test_majority": [50.2, 50.0]}
+    balanced = {"train_majority": [50.1, 50.3], "test_majority": [50.2, 50.0], "cos_start": [0.127]}
     results = {
-        "Network": {"train_acc": [100.0, 100.0], "test_acc": [99.9, 100.0], **balanced},
+        "Network": {"train_acc": [100.0, 100.0], "test_acc": [99.9, 100.0], "cos_similarity": [0.99, 0.99],
+                    **balanced},
+        "RF": {"cos_similarity": [0.127, 0.127], **balanced},  # a frozen first layer keeps its step-0 cosine
         "One Step": {"train_acc": [50.2, 50.3], "test_acc": [50.1, 50.2], **balanced},  # a constant predictor
         "Network w/o structure": {"train_acc": [95.0, 95.1], "test_acc": [95.0, 95.2],
                                   "train_majority": [95.0, 95.1], "test_majority": [95.1, 95.0]},
@@ -118,11 +120,16 @@ def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them(
         ("S", "Network"): {"train": 100.0, "test": 100.0},
         ("S", "One Step"): {"train": 51.3, "test": 52.2},
         ("S", "Network w/o structure"): {"train": 100.0, "test": 100.0},
+        ("S", "RF"): {"cos": 0.114},
     }
-    rules = {"tolerances": {"train": {"absolute": 3.0}, "test": {"absolute": 3.0}}, "reasons": []}
+    rules = {"tolerances": {"train": {"absolute": 3.0}, "test": {"absolute": 3.0}, "cos": {"absolute": 0.05}},
+             "reasons": []}  # fmt: skip
     cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
     by = {(c["method"], c["metric"]): c for c in cells}
     assert by["Trivial (majority class)", "train"]["mean"] == pytest.approx(50.2)
+    assert by["Trivial (majority class)", "cos"]["mean"] == pytest.approx(0.127)  # the initialisation's cosine
+    assert by["RF", "cos"]["verdict"] == "uninformative"  # both sides at the random layer's value
+    assert by["Network", "cos"]["verdict"] == "" or by["Network", "cos"]["paper"] is None  # no paper number
     assert by["Network", "test"]["values"] == [99.9, 100.0]  # every seed's value, for results.csv/json
     assert by["Trivial (majority class), w/o structure", "test"]["mean"] == pytest.approx(95.05)
     assert by["Network", "test"]["verdict"] == "reproduced"
@@ -142,7 +149,8 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
         (tmp_path / "item" / "teacher_check.md").write_text("# t\n\n| teacher m | minimum |\n| 9 | 8 |\n")
         assert options == {"teacher_sizes": "chosen,50,500"} and out == tmp_path / "item"
         curve = [{"size": m} for m in (1, 2, 4, 8, 16, 24, 32, 64)]
-        rows = ((9, 8), (50, 32), (500, 24), (1000, 64))  # FC(1000)'s minimum at the sweep's last size
+        # FC(1000)'s minimum at the sweep's last size; FC(2000)'s at width 1, the smallest network there is
+        rows = ((9, 8), (50, 32), (500, 24), (1000, 64), (2000, 1))
         rows = [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve} for t, m in rows]
         return check.TeacherSizeCheck(out, rows)
 
@@ -153,6 +161,7 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     outcome = ITEM_KINDS["teacher_check"].run(item, None, args, [], tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
     assert outcome["results"]["teacher FC(1000)"]["at_grid_edge"] == [True]
+    assert outcome["results"]["teacher FC(2000)"]["at_grid_edge"] == [False]  # nothing lies below width 1
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
     plan = Plan("shi2022", "t", {}, [item], "")
     cells = collect_cells(plan, {"F26": outcome}, paper_numbers("shi2022"), judgement_rules("shi2022"))
