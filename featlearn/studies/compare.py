@@ -285,7 +285,7 @@ def compare(
     out: str | Path,
     *,
     build: BuildRun | None = None,
-    methods: str | Path = DEFAULT_METHODS,
+    methods: str | Path | Sequence[Method] = DEFAULT_METHODS,
     only: Sequence[str] | None = None,
     options: CompareOptions | None = None,
     tune: bool = True,
@@ -300,7 +300,9 @@ def compare(
         out: Folder of the tables, the runs and their TensorBoard curves; finished trials
             there are reused.
         build: Builds and runs one ``featlearn fit`` (default: :func:`featlearn.runner.build_cli`).
-        methods: The methods file, a path or a shipped name.
+        methods: The methods file, a path or a shipped name; or its methods already loaded
+            (:func:`~featlearn.studies.methods.load_methods`, ``only`` applied), read once by a caller
+            that needs their names first.
         only: Run only these methods (names as in the file); asked for by name, a method
             that does not apply is an error rather than a skip.
         options: Seeds and tuning (:class:`CompareOptions`; default: 5 seeds, full grids).
@@ -321,12 +323,15 @@ def compare(
     if problem:
         raise ValueError(problem)
     options = options.resolved(launcher.gpus_per_trial if launcher else 0)
-    methods_file, only = methods, list(only) if only else None
-    listed = load_methods(resolve_config(methods_file), only)
+    only = list(only) if only else None
+    if isinstance(methods, (str, Path)):
+        where, listed = repr(str(methods)), load_methods(resolve_config(methods), only)
+    else:  # loaded by the caller
+        where, listed = "the methods given", list(methods)
     unknown = sorted(set(options.halving_only or ()) - {method.name for method in listed})
     if unknown:  # a misspelt name would silently train its grid in full
         raise ValueError(
-            f"halving_only names {unknown}, which are not methods of {str(methods_file)!r}: "
+            f"halving_only names {unknown}, which are not methods of {where}: "
             f"{[method.name for method in listed]}."
         )
     experiment, names = merge_experiment(configs)
@@ -350,7 +355,7 @@ def compare(
     for name, why in skipped.items():
         log(f"skipping {name!r}: {why}")
     if not applicable:
-        raise ValueError(f"No method of {str(methods_file)!r} applies to this experiment: {skipped}.")
+        raise ValueError(f"No method of {where} applies to this experiment: {skipped}.")
     tuned: dict[str, dict] = {}
     if tune:
         tuned = tune_methods(applicable, experiment, options, out, build, launcher, log, changed)
