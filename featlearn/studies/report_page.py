@@ -161,7 +161,8 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
     md.append("")
     md.append(
         f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
-        f"uninformative (both at the trivial rate), {counts['not run']} not run** (cells with a number in the paper)."
+        f"uninformative (at the trivial rate, or inconclusive), {counts['not run']} not run** (the cells with a number "
+        "in the paper, and the paper's claims)."
     )
     md.append("")
     md.append(
@@ -182,9 +183,12 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
     )
     md.append(
         '- an accuracy is judged against its set\'s trivial rate (the row "Trivial (majority class)": always '
-        "predicting the commonest class): ○ uninformative when featlearn and the paper both lie within the floor "
-        "of it (unless the method fits its training set and only its test accuracy sits there), ✗ a failed fit "
-        "when featlearn's lies there (or every run degenerated) and the paper's does not"
+        "predicting the commonest class), a cosine against its value at step 0 (that row's cosine: the random "
+        "initialisation's, which a frozen layer keeps): ○ uninformative when the paper's value lies within the "
+        "floor of it and featlearn's lies there too or within the floor of the paper's (unless the method fits its "
+        "training set and only its test accuracy sits there), ✗ a failed fit when featlearn's lies there (or every "
+        "run degenerated) and the paper's does not, and never ✓ for a mean that some seeds' degenerate runs are "
+        "part of"
     )
     if any(c.get("relation") in ("<", ">") for c in cells):
         md.append(
