@@ -197,7 +197,7 @@ def judge(
                 category = known["category"] if known is not None and not degenerate else FAILED_FIT
             reason += f" {known['reason']}" if known is not None else ""
             return {**cell, "verdict": "differs", "category": category, "reason": reason}
-    if held and degenerate_seeds and (column in TRIVIAL_SETS or column in TRIVIAL_AT_START):
+    if held and degenerate_seeds and trivial_kind:
         reason = (
             f"{degenerate_seeds} of featlearn's {n} seeds of {method} degenerated (DegenerateRuns: one class "
             "predicted, or a loss that grew by orders of magnitude): a mean within the floor that failed fits are "
