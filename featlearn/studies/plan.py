@@ -180,6 +180,11 @@ def load_plan(paper: str) -> Plan:
         item = Item(**{**entry, "title": entry.get("title", entry["id"])})
         if item.kind not in KINDS or (item.kind == "samples" and not item.study):
             raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
+        if not isinstance(item.speed, bool) or (item.speed and item.kind != "compare"):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: speed must be true or false, and true only on a compare item; "
+                f"got {item.speed!r} on a {item.kind!r} item."
+            )
         if isinstance(item.only, dict) and not set(item.only) <= set(SCALES):
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "

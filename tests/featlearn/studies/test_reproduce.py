@@ -388,6 +388,12 @@ def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypat
     item["only"] = {"cpu": ["Network"]}
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [item]}))
     assert load_plan("mine").items[0].only == {"cpu": ["Network"]}
+    for bad in ("yes", 1):  # speed: a flag, read by compare items only
+        plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "speed": bad}]}))
+        with pytest.raises(ValueError, match=r"item 'A': speed must be true or false"):
+            load_plan("mine")
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "speed": True}]}))
+    assert load_plan("mine").items[0].speed is True
     for bad in ({"injected_root": "/abs/train"}, {"injected_root": ""}, ["train"]):
         plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "needs_files": True, "data_paths": bad}]}))
         with pytest.raises(ValueError, match="item 'A': data_paths must map data arguments to paths relative"):
