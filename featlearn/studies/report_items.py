@@ -141,13 +141,26 @@ class ComparisonTable:
             f"{item.id}: training set accuracy per method (does it memorise?)",
             split="train",
         )
+        # Beside a memorisation item's training accuracy, its training loss: a hinge loss that stays at 1
+        # (f = 0's) is a network that gained no margin, not one that fits badly.
+        loss = (
+            loss_curves(
+                outcome["folder"],
+                list(outcome["results"]),
+                figures / f"{item.slug}_train_loss.png",
+                f"{item.id}: training loss per method from step 3 (hinge: 1 is f = 0's loss)",
+                first_step=3,  # Shi et al.'s steps 1-2 (rates 1e-3 and 1) have losses that would set the scale
+            )
+            if train
+            else None
+        )
         phases = phase_curves(
             outcome["folder"],
             list(outcome["results"]),
             figures / f"{item.slug}_phase_curves.png",
             f"{item.id}: the weakest margin, the heavy set's signal and the mass outside it, per method",
         )
-        return [p for p in (curve, train, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
+        return [p for p in (curve, train, loss, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
 
 
 class Phases(ComparisonTable):
@@ -410,6 +423,42 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str, 
             (method, curve, "--" if "w/o structure" in method else "-", None)
             for method, curve in logged_curves(folder, methods, tag).items()
         ]
+    in_percent = [(label, (steps, [100.0 * a for a in acc]), style, c) for label, (steps, acc), style, c in lines]
+    return draw_curves(
+        in_percent,
+        target,
+        title,
+        f"{split} accuracy (%), mean over seeds",
+    )
+
+
+def loss_curves(folder: Path, methods: list[str], target: Path, title: str, first_step: int = 1) -> Path | None:
+    """The training loss against steps, one line per method (``train/loss``, the mean over seeds): a PNG, or None.
+
+    For Shi et al.'s hinge loss max(0, 1 - y f), a loss of 1 is that of f = 0 on every input, and of
+    any f with |f| < 1 uncorrelated with the labels: a network that has gained no margin at all,
+    which a training accuracy near the majority rate alone does not tell apart from a weak fit.
+    ``first_step`` leaves out earlier steps whose loss would set the axis's scale.
+    """
+    lines = [
+        (method, curve, "--" if "w/o structure" in method else "-", None)
+        for method, curve in logged_curves(folder, methods, "train/loss").items()
+    ]
+    return draw_curves(lines, target, title, "training loss, mean over seeds", first_step)
+
+
+def draw_curves(
+    lines: list[tuple[str, tuple[list[int], list[float]], str, int | None]],
+    target: Path,
+    title: str,
+    ylabel: str,
+    first_step: int = 1,
+) -> Path | None:
+    """Curves (label, (steps, values), line style, colour index or None) on a log step axis: a PNG, or None.
+
+    From ``first_step`` (at least 1). The legend goes beside the axes, or below them where a label is
+    long enough to squeeze the axes.
+    """
     if not lines:
         return None
     import matplotlib
@@ -418,15 +467,15 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str, 
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
-    for label, (steps, accuracy), style, colour in lines:
+    for label, (steps, values), style, colour in lines:
         # From step 1: at step 0 Section 3.1's symmetric initialisation gives f = 0 on every input, whose
         # accuracy (y f > 0) is a 0% artefact, and a log axis has no place for step 0 anyway.
-        kept = [(s, a) for s, a in zip(steps, accuracy, strict=True) if s >= 1]
+        kept = [(s, v) for s, v in zip(steps, values, strict=True) if s >= max(first_step, 1)]
         if not kept:
             continue
         axis.plot(
             [s for s, _ in kept],
-            [100.0 * a for _, a in kept],
+            [v for _, v in kept],
             style,
             marker=".",
             label=label,
@@ -434,10 +483,13 @@ def accuracy_curves(folder: Path, methods: list[str], target: Path, title: str, 
         )
     axis.set_xscale("log")
     axis.set_xlabel("update step")
-    axis.set_ylabel(f"{split} accuracy (%), mean over seeds")
+    axis.set_ylabel(ylabel)
     axis.set_title(textwrap.fill(title, 75), fontsize=10)  # a long title ran past the figure's edge
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
+    if max(len(label) for label, *_ in lines) > 32:  # long labels beside the axes would squeeze them
+        axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    else:
+        axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: no curve hidden
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=90, bbox_inches="tight")

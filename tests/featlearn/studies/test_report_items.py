@@ -2,7 +2,7 @@
 
 from torch.utils.tensorboard import SummaryWriter
 
-from featlearn.studies.report_items import steps_to_accuracy
+from featlearn.studies.report_items import loss_curves, steps_to_accuracy
 
 
 def write_curve(folder, method, tag, points):
@@ -21,3 +21,13 @@ def test_steps_to_accuracy_is_the_first_step_every_seed_reaches(tmp_path):
     write_curve(tmp_path, "rf", "heldout/test_acc", [(0, 0.5), (100, 0.76)])  # never reaches it
     steps = steps_to_accuracy(tmp_path, ["Network", "NTK", "RF", "Two Step"], 90.0)
     assert steps == {"Network": 10, "NTK": 30, "RF": None}  # Two Step logged nothing: left out
+
+
+def test_the_loss_figure_draws_each_methods_training_loss_and_nothing_where_none_is_logged(tmp_path):
+    write_curve(tmp_path, "network_w_o_structure", "train/loss", [(1, 2.8), (3, 1.0), (600, 1.0)])
+    write_curve(tmp_path, "network", "train/loss", [(1, 2.8), (3, 0.6), (600, 0.01)])
+    target = tmp_path / "figures" / "loss.png"
+    drawn = loss_curves(tmp_path, ["Network", "Network w/o structure"], target, "training loss")
+    assert drawn == target and target.stat().st_size > 1000  # a drawn PNG, not an empty file
+    nothing = loss_curves(tmp_path, ["RF"], tmp_path / "figures" / "none.png", "training loss")
+    assert nothing is None and not (tmp_path / "figures" / "none.png").exists()
