@@ -57,6 +57,11 @@ TRIVIAL_AT_START = ("cos",)
 FAILED_FIT = "a failed fit"
 
 
+def verdict_counts(cells: list[dict], diagnostic: bool = False) -> dict[str, int]:
+    """How many cells have each verdict: the paper's protocol's cells, or (``diagnostic``) the diagnostic items'."""
+    return {v: sum(1 for c in cells if c["verdict"] == v and bool(c.get("diagnostic")) == diagnostic) for v in VERDICTS}
+
+
 def column_relation(relation: str, column: str) -> tuple[str, str | None]:
     """What a paper row's ``relation`` says of one column: (``=``, ``<`` or ``>``, a method to compare with, or None).
 
@@ -75,6 +80,10 @@ def column_relation(relation: str, column: str) -> tuple[str, str | None]:
             f"A paper table's relation must be one of {RELATIONS} (then a method, optionally), got {relation!r}."
         )
     return op, reference
+
+
+#: The reason category for a difference that featlearn's measurements cannot decide: judged ○, not ✗.
+UNDECIDABLE = "a claim its measurements cannot decide"
 
 
 def known_reason(rules: dict, setting: str, method: str, column: str) -> dict | None:
@@ -178,13 +187,13 @@ def judge(
             same = "a first layer that never moved reads the same"
         chance_claim = column == "test" and fits_training_set  # "fits, yet tests at chance" (w/o structure)
         if paper_trivial and (ours_trivial or held) and not chance_claim:
+            where = "there too" if ours_trivial else "within the floor of the paper's"
             return {
                 **cell,
                 "verdict": "uninformative",
                 "category": "both at the trivial rate",
                 "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {name}, and featlearn's {ours} "
-                f"{'there too' if ours_trivial else 'within the floor of it'}: {same}, so the cell says nothing "
-                f"about the method.",
+                f"{where}: {same}, so the cell says nothing about the method.",
             }
         if ours_trivial and not paper_trivial:
             if column in TRIVIAL_SETS:
@@ -207,5 +216,7 @@ def judge(
     if held:
         return {**cell, "verdict": "reproduced"}
     if known is not None:
-        return {**cell, "verdict": "differs", "category": known["category"], "reason": known["reason"]}
+        # A difference its measurements cannot decide (one within the seeds' spread) is no "differs".
+        verdict = "uninformative" if known["category"] == UNDECIDABLE else "differs"
+        return {**cell, "verdict": verdict, "category": known["category"], "reason": known["reason"]}
     return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}

@@ -117,6 +117,10 @@ class Item:
     #: A compare item measures how fast each method learns: the first logged step at which every
     #: seed tests at :data:`SPEED_ACCURACY` or more (``steps to 90% test``; a paper's "learns the fastest").
     speed: bool = False
+    #: A diagnostic of featlearn's own (a sweep, other constants than the protocol's) judged against the
+    #: paper's cells for what it shows: its verdicts stand under the item but are not among the headline's,
+    #: which count the paper's protocol only (a cell there is one of the paper's, counted once).
+    diagnostic: bool = False
     notes: str = ""
 
     @property
@@ -184,6 +188,10 @@ def load_plan(paper: str) -> Plan:
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: speed must be true or false, and true only on a compare item; "
                 f"got {item.speed!r} on a {item.kind!r} item."
+            )
+        if not isinstance(item.diagnostic, bool):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: diagnostic must be true or false, got {item.diagnostic!r}."
             )
         if isinstance(item.only, dict) and not set(item.only) <= set(SCALES):
             raise ValueError(

@@ -246,11 +246,10 @@ class TeacherCheck:
         results = {}
         for row in rows:
             name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
-            sizes = [point["size"] for point in row["curve"]]
-            # The U-curve's minimum may lie past the sweep's larger end, or below its smaller one unless that
-            # is width 1, the smallest network there is.
-            lowest, largest = row["student_minimum"] == sizes[0], row["student_minimum"] == sizes[-1]
-            edge = largest or (lowest and sizes[0] > 1)
+            # The U-curve's minimum may lie past the sweep's larger end; at its smaller end (the smoothed
+            # minimum's window reaching the first size, width 1 included) no falling arm is seen, so the
+            # sweep shows no U whose bottom could be placed.
+            edge = row["at_grid_end"] or row.get("at_grid_start", False)
             results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
             if row["chosen"]:
                 results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}

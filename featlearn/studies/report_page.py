@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from featlearn.studies.judgement import VERDICTS
+from featlearn.studies.judgement import VERDICTS, verdict_counts
 from featlearn.studies.plan import COLUMNS, Plan, RunSettings, judgement_rules
 from featlearn.studies.report_items import ITEM_KINDS
 
@@ -125,7 +125,7 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
 
 def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[dict], wall: dict) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
-    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
+    counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     fields = [
         "item",
         "setting",
@@ -150,7 +150,7 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
             row["values"] = " ".join(repr(v) for v in cell.get("values") or [])  # every seed's value
             row["interval"] = " ".join(repr(v) for v in cell.get("interval") or [])  # a fitted rate's 95% interval
             writer.writerow(row)
-    summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, **wall}
+    summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, "diagnostic_counts": diagnostic, **wall}
     (out / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1, default=str))
 
     md = [f"# Reproduction report: {plan.title}", ""]
@@ -162,7 +162,14 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
     md.append(
         f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
         f"uninformative (at the trivial rate, or inconclusive), {counts['not run']} not run** (the cells with a number "
-        "in the paper, and the paper's claims)."
+        "in the paper, and the paper's claims, at featlearn's protocol)."
+        + (
+            f" Diagnostic items, featlearn's own variants judged against the paper's cells for what they show and "
+            f"not counted here: {diagnostic['reproduced']} reproduced, {diagnostic['differs']} differ, "
+            f"{diagnostic['uninformative']} uninformative."
+            if any(diagnostic.values())
+            else ""
+        )
     )
     md.append("")
     md.append(
@@ -293,7 +300,8 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
             else f"{c['method']} {c['metric']} ({c['category']})"
             for c in flagged
         ]
-        lines.append(f"- **{item.id}**: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
+        label = f"{item.id}** (diagnostic, not counted above)" if item.diagnostic else f"{item.id}**"
+        lines.append(f"- **{label}: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
     lines += ["", "Contents:", ""]
     lines += [f"- [{item.id}: {item.title}](#{anchor(f'{item.id}: {item.title}')})" for item in plan.items]
     return lines
@@ -344,10 +352,13 @@ def summary_table(out: Path) -> str:
         f"| {summary['paper']}, scale `{summary['scale']}` | " + " | ".join(VERDICTS) + " |",
         "|---|" + "---:|" * len(VERDICTS),
     ]
+    diagnostic_items = {c["item"] for c in cells if c.get("diagnostic")}
     for item in dict.fromkeys(c["item"] for c in cells):
         counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in VERDICTS]
         if any(counts):
-            lines.append(f"| {item} | " + " | ".join(str(n) for n in counts) + " |")
+            name = f"{item} (diagnostic)" if item in diagnostic_items else item
+            lines.append(f"| {name} | " + " | ".join(str(n) for n in counts) + " |")
     total = summary["counts"]
-    lines.append("| **all** | " + " | ".join(f"**{total.get(v, 0)}**" for v in VERDICTS) + " |")
+    totals = " | ".join(f"**{total.get(v, 0)}**" for v in VERDICTS)
+    lines.append(f"| **all**{' (diagnostic items not counted)' if diagnostic_items else ''} | {totals} |")
     return "\n".join(lines) + "\n"

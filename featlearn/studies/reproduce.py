@@ -61,7 +61,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featlearn.studies.judgement import TRIVIAL_AT_START, TRIVIAL_SETS, VERDICTS, column_relation, judge
+from featlearn.studies.judgement import (
+    TRIVIAL_AT_START,
+    TRIVIAL_SETS,
+    column_relation,
+    judge,
+    verdict_counts,
+)
 from featlearn.studies.plan import (
     COLUMNS,
     PAPERS,
@@ -165,10 +171,11 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         method,
                         rules,
                         relation,
-                        **trivial_evidence(values, column, rules),
+                        **trivial_evidence(values, column, rules, row.get("train")),
                         inconclusive=(
-                            f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes, so "
-                            "the U-curve's minimum may lie beyond it"
+                            f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes (at "
+                            "the last size, or smoothed over the first), so the sweep does not place the U-curve's "
+                            "bottom"
                             if edges
                             else None
                         ),
@@ -276,10 +283,12 @@ def claim_undecided(
 ) -> str | None:
     """Why a claim between accuracies cannot be decided by its measurements, or None.
 
-    Four cases:
+    Five cases:
 
     * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
       its trivial rate: it does not fit the task, so its spread says nothing of its stability;
+    * a bound on the spread of a method some of whose seeds degenerated (a constant predictor's
+      accuracy in the spread measures the failures, not the method's stability);
     * a bound on the spread of a method whose mean is not the paper's (``paper_value``, the
       paper's value of that method and metric, more than the floor away): the paper's spread
       is of its own fit, and a spread of another fit cannot confirm or refute it;
@@ -301,6 +310,13 @@ def claim_undecided(
             return (
                 f"{left['method']} sits within the floor of its trivial rate ({mean:.1f}% against {trivial:.1f}%): "
                 "it does not fit the task, so its spread over the seeds says nothing of the method's stability"
+            )
+        failed = sum(bool(flag) for flag in values.get("degenerate") or [])
+        if failed:
+            return (
+                f"{failed} of featlearn's {len(values['degenerate'])} seeds of {left['method']} degenerated "
+                "(DegenerateRuns: one class predicted, or a loss that grew by orders of magnitude): a spread that "
+                "failed fits are part of says nothing of the method's stability"
             )
         if mean is not None and paper_value is not None and abs(mean - paper_value) > floor:
             return (
@@ -331,13 +347,16 @@ def claim_undecided(
     return None
 
 
-def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
+def trivial_evidence(values: dict, column: str, rules: dict, paper_train: float | None = None) -> dict:
     """What :func:`~featlearn.studies.judgement.judge` needs of a method's runs to apply the trivial-rate rule.
 
     ``trivial``: the mean majority-class rate of the cell's set, or for a cosine
     (:data:`~featlearn.studies.judgement.TRIVIAL_AT_START`) its mean value at step 0;
-    ``fits_training_set``: whether the method's training accuracy is more than the train
-    floor above its own trivial rate; ``degenerate``: whether every seed's run degenerated
+    ``fits_training_set``: whether the method fits its training set as the paper's does: its
+    training accuracy more than the train floor above its own trivial rate and, where the paper
+    gives the method's training accuracy (``paper_train``), within the floor of it (a network
+    that reaches 55% where the paper's memorises at 100% has not fit, so its test at chance is
+    no "fits, yet tests at chance"); ``degenerate``: whether every seed's run degenerated
     (:class:`~featlearn.callbacks.DegenerateRuns`), and ``degenerate_seeds`` how many did.
     """
     flags = values.get("degenerate") or []
@@ -353,6 +372,8 @@ def trivial_evidence(values: dict, column: str, rules: dict) -> dict:
     tolerances = rules["tolerances"]
     floor = float(tolerances.get("train", tolerances[column])["absolute"])  # a paper may judge test accuracy only
     fits = None if train is None or train_trivial is None else train - train_trivial > floor
+    if fits and paper_train is not None:
+        fits = abs(train - paper_train) <= floor
     return {"trivial": trivial, "fits_training_set": fits, **degenerate}
 
 
@@ -418,7 +439,8 @@ class Reproduction:
 
     Args:
         out: The report's folder (``report.md``, ``report.html``, ``results.csv``, ``results.json``, figures).
-        counts: Verdict -> how many cells have it (``reproduced``, ``differs``, ``uninformative``, ``not run``).
+        counts: Verdict -> how many cells have it (``reproduced``, ``differs``, ``uninformative``, ``not run``),
+            the diagnostic items' cells not counted (each cell's ``diagnostic`` says which).
         cells: One per judged number or claim: ``item``, ``method``, ``metric``, ``featlearn`` and
             ``paper`` values, ``verdict``, ``category`` and ``reason`` where it differs, per-seed values.
         wall_seconds: This invocation's wall time.
@@ -512,11 +534,15 @@ def reproduce(
         earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     cells = collect_cells(plan, outcomes, numbers, rules) + collect_claims(plan, outcomes, rules, numbers)
+    diagnostics = {item.id for item in plan.items if item.diagnostic}
+    for cell in cells:
+        cell["diagnostic"] = cell["item"] in diagnostics
     write_report(out, plan, settings, outcomes, cells, wall)
-    counts = {v: sum(1 for c in cells if c["verdict"] == v) for v in VERDICTS}
+    counts = verdict_counts(cells)
     print(
         f"[reproduce] {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
-        f"uninformative, {counts['not run']} not run; report: {out / 'report.md'} and {out / 'report.html'}",
+        f"uninformative, {counts['not run']} not run (diagnostic items not counted); report: {out / 'report.md'} "
+        f"and {out / 'report.html'}",
         flush=True,
     )
     return Reproduction(out, counts, cells, wall["wall_seconds"], wall["training_seconds"])

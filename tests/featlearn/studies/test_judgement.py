@@ -100,7 +100,7 @@ def test_a_paper_value_near_chance_is_matched_by_nothing_but_chance():
     # (84.05, clear of it) within the floor of the paper's: matching a value near chance says nothing.
     cell = judge(82.7, [84.0, 84.1], "test", "E.2.2", "NTK", RULES, trivial=80.2)
     assert (cell["verdict"], cell["category"]) == ("uninformative", "both at the trivial rate")
-    assert "within the floor of it" in cell["reason"]
+    assert "within the floor of the paper's" in cell["reason"]
     # Far above it, ours differs from a paper value at chance (no verdict hides it).
     assert judge(82.7, [99.0, 99.5], "test", "E.2.2", "NTK", RULES, trivial=80.2)["verdict"] == "differs"
 
@@ -164,3 +164,10 @@ def test_a_fitted_rate_is_judged_by_its_interval_alone():
     apart = {"interval": (1.32, 1.71), "paper_interval": (2.34, 2.51)}
     assert judge(2.42, [1.52], "alpha", "T", "x", rules, "=", **apart)["verdict"] == "differs"
     assert judge(2.42, [1.52], "alpha", "T", "x", rules, "<", **apart)["verdict"] == "reproduced"
+
+
+def test_a_difference_its_measurements_cannot_decide_is_uninformative():
+    rules = {**RULES, "reasons": [{"setting": "*", "method": "FC(50)", "metric": "test", "reason": "within the spread",
+                                   "category": "a claim its measurements cannot decide"}]}  # fmt: skip
+    cell = judge(90.0, [80.0, 85.0], "test", "E.5", "FC(50)", rules)
+    assert (cell["verdict"], cell["category"]) == ("uninformative", "a claim its measurements cannot decide")

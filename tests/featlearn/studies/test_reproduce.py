@@ -18,11 +18,11 @@ import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
-from featlearn.studies.judgement import VERDICTS, column_relation
+from featlearn.studies.judgement import VERDICTS, column_relation, judge, verdict_counts
 from featlearn.studies.methods import load_methods
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
 from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.report_page import claims_table, item_table, markdown_to_html
+from featlearn.studies.report_page import claims_table, item_table, markdown_to_html, summary_table
 from featlearn.studies.reproduce import (
     COLUMNS,
     SCALES,
@@ -39,6 +39,7 @@ from featlearn.studies.reproduce import (
     reproduce,
     reproduce_command,
     run_item,
+    trivial_evidence,
 )
 
 
@@ -149,9 +150,11 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
         (tmp_path / "item" / "teacher_check.md").write_text("# t\n\n| teacher m | minimum |\n| 9 | 8 |\n")
         assert options == {"teacher_sizes": "chosen,50,500"} and out == tmp_path / "item"
         curve = [{"size": m} for m in (1, 2, 4, 8, 16, 24, 32, 64)]
-        # FC(1000)'s minimum at the sweep's last size; FC(2000)'s at width 1, the smallest network there is
-        rows = ((9, 8), (50, 32), (500, 24), (1000, 64), (2000, 1))
-        rows = [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve} for t, m in rows]
+        # FC(1000)'s minimum at the sweep's last size; FC(2000)'s at width 1 and FC(3000)'s at width 2, whose
+        # moving average (one neighbour each side) reaches width 1: no falling arm seen in either
+        rows = ((9, 8), (50, 32), (500, 24), (1000, 64), (2000, 1), (3000, 2))
+        rows = [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve,
+                 "at_grid_end": m == 64, "at_grid_start": m <= 2} for t, m in rows]  # fmt: skip
         return check.TeacherSizeCheck(out, rows)
 
     monkeypatch.setattr(check, "teacher_check", fake_check)
@@ -161,7 +164,9 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     outcome = ITEM_KINDS["teacher_check"].run(item, None, args, [], tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
     assert outcome["results"]["teacher FC(1000)"]["at_grid_edge"] == [True]
-    assert outcome["results"]["teacher FC(2000)"]["at_grid_edge"] == [False]  # nothing lies below width 1
+    assert outcome["results"]["teacher FC(2000)"]["at_grid_edge"] == [True]  # a U's bottom needs its falling arm
+    assert outcome["results"]["teacher FC(3000)"]["at_grid_edge"] == [True]
+    assert outcome["results"]["teacher FC(500)"]["at_grid_edge"] == [False]
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
     plan = Plan("shi2022", "t", {}, [item], "")
     cells = collect_cells(plan, {"F26": outcome}, paper_numbers("shi2022"), judgement_rules("shi2022"))
@@ -334,6 +339,14 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert spread["claim: steady at chance"]["verdict"] == "uninformative"
     assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
     assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
+    # A spread that degenerate seeds are part of measures the failures, not the method's stability.
+    failing = {**results, "NTK": {**results["NTK"], "degenerate": [True, False]}}
+    rules["claims"].append({**steady, "claim": "unstable", "relation": ">",
+                            "left": {"method": "NTK", "metric": "test", "statistic": "std"}})  # fmt: skip
+    unstable = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": failing}}, rules)}
+    assert unstable["claim: unstable"]["verdict"] == "uninformative"
+    assert "1 of featlearn's 2 seeds of NTK degenerated" in unstable["claim: unstable"]["reason"]
+    rules["claims"].pop()
     # The paper's spread is of its own fit: a spread of a method whose mean is not the paper's decides nothing.
     numbers = {("S", "Network"): {"test": 90.0}}
     spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules, numbers)}
@@ -394,6 +407,9 @@ def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypat
             load_plan("mine")
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "speed": True}]}))
     assert load_plan("mine").items[0].speed is True
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "diagnostic": "yes"}]}))
+    with pytest.raises(ValueError, match=r"item 'A': diagnostic must be true or false, got 'yes'"):
+        load_plan("mine")
     for bad in ({"injected_root": "/abs/train"}, {"injected_root": ""}, ["train"]):
         plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "needs_files": True, "data_paths": bad}]}))
         with pytest.raises(ValueError, match="item 'A': data_paths must map data arguments to paths relative"):
@@ -650,3 +666,32 @@ def test_a_scale_s_halving_only_reaches_each_item_as_the_methods_it_has():
     assert (table.halving, table.halving_only) == (3, ("NTK", "NTK w/o structure"))
     network_only = compare_options(plan, settings, ["Network"])  # an item without the NTK: no halving at all
     assert (network_only.halving, network_only.halving_only) == (None, None)
+
+
+def test_a_test_at_chance_is_no_claim_where_the_method_falls_short_of_the_papers_training_fit():
+    # The paper's Network w/o structure memorises (train 100) and tests at 52: ours at 55% train has not fit.
+    values = {"train_acc": [54.6, 54.7], "train_majority": [50.3, 50.3], "test_acc": [50.1, 50.2],
+              "test_majority": [50.6, 50.5]}  # fmt: skip
+    rules = judgement_rules("shi2022")
+    assert trivial_evidence(values, "test", rules)["fits_training_set"] is True  # clear of its trivial rate
+    assert trivial_evidence(values, "test", rules, paper_train=100.0)["fits_training_set"] is False
+    assert trivial_evidence(values, "test", rules, paper_train=56.0)["fits_training_set"] is True
+    cell = judge(52.2, values["test_acc"], "test", "S", "Network w/o structure", rules,
+                 **trivial_evidence(values, "test", rules, paper_train=100.0))  # fmt: skip
+    assert (cell["verdict"], cell["category"]) == ("uninformative", "both at the trivial rate")
+
+
+def test_diagnostic_items_are_judged_but_not_counted_in_the_headline(tmp_path):
+    cells = [
+        {"item": "Table", "verdict": "reproduced", "diagnostic": False},
+        {"item": "Table", "verdict": "differs", "diagnostic": False},
+        {"item": "Sweep", "verdict": "reproduced", "diagnostic": True},
+        {"item": "Sweep", "verdict": "differs", "diagnostic": True},
+    ]
+    assert verdict_counts(cells) == {"reproduced": 1, "differs": 1, "uninformative": 0, "not run": 0}
+    assert verdict_counts(cells, diagnostic=True)["reproduced"] == 1
+    summary = {"paper": "p", "scale": "cpu", "counts": verdict_counts(cells)}
+    (tmp_path / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}))
+    table = summary_table(tmp_path)
+    assert "| Sweep (diagnostic) | 1 | 1 | 0 | 0 |" in table
+    assert "| **all** (diagnostic items not counted) | **1** | **1** | **0** | **0** |" in table

@@ -174,6 +174,9 @@ def test_teacher_check_trains_students_on_the_injected_part_per_teacher_size(tmp
     results = teacher_check([config], out, teacher_sizes=[2, 5], student_sizes=[1, 2, 3], build=build_cli).rows
     assert [r["teacher_size"] for r in results] == [2, 5]
     assert all(r["student_minimum"] in (1, 2, 3) and len(r["curve"]) == 3 for r in results)
+    # Three sizes, smoothed over one neighbour each side: every minimum's window reaches an end of the sweep.
+    assert all(r["at_grid_start"] == (r["student_minimum"] <= 2) for r in results)
+    assert all(r["at_grid_end"] == (r["student_minimum"] == 3) for r in results)
     rows = (out / "teacher_check.csv").read_text().splitlines()
     assert len(rows) == 1 + 6 and "| 2 |" in (out / "teacher_check.md").read_text()
     # "chosen": Algorithm 1's size, from the sweep over the config's sizes (1, 2, 4), listed first.
