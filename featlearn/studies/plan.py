@@ -117,9 +117,9 @@ class Item:
     #: A compare item measures how fast each method learns: the first logged step at which every
     #: seed tests at :data:`SPEED_ACCURACY` or more (``steps to 90% test``; a paper's "learns the fastest").
     speed: bool = False
-    #: A diagnostic of featlearn's own (a sweep, other constants than the protocol's) judged against the
-    #: paper's cells for what it shows: its verdicts stand under the item but are not among the headline's,
-    #: which count the paper's protocol only (a cell there is one of the paper's, counted once).
+    #: A diagnostic of featlearn's own (a sweep, other constants than the protocol's, an offline stand-in
+    #: for the paper's data) judged against the paper's cells for what it shows: its verdicts stand under
+    #: the item but are not among the headline's, which count the paper's protocol only.
     diagnostic: bool = False
     notes: str = ""
 

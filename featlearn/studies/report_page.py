@@ -195,7 +195,8 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
         "floor of it and featlearn's lies there too or within the floor of the paper's (unless the method fits its "
         "training set and only its test accuracy sits there), ✗ a failed fit when featlearn's lies there (or every "
         "run degenerated) and the paper's does not, and never ✓ for a mean that some seeds' degenerate runs are "
-        "part of"
+        "part of; a cosine of a method that falls short of the paper's fit of its training set is ○ (its neurons "
+        "are not the fitted network's), as is a cell the judgement file lists as given by construction"
     )
     if any(c.get("relation") in ("<", ">") for c in cells):
         md.append(
@@ -213,16 +214,18 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
         md.append(
             "- a claim of the paper (the table under an item) is a relation between two measurements, or a "
             "measurement and the paper's bound, judged by the same floors and bounds; ○ inconclusive where its "
-            "measurements cannot decide it: the spread of a method that sits at its trivial rate or whose mean is "
-            "not the paper's (the paper's spread is of its own fit), chance on the test set of a method that does "
-            "not fit its training set either, or two accuracies on sets whose trivial rates differ; a claim about "
-            "chance itself is judged against the Trivial row"
+            "measurements cannot decide it: the spread of a method that sits at its trivial rate, has degenerate "
+            "seeds or whose mean is not the paper's (the paper's spread is of its own fit), chance on the test set "
+            "of a method that does not fit its training set either, a relation to a method that is itself a failed "
+            "fit, or two accuracies on sets whose trivial rates differ; a claim about chance itself is judged "
+            "against the Trivial row"
         )
     if any(c.get("metric_statistic") for c in cells):
         md.append(
             "- a spread (std over seeds) is the sample standard deviation of as many seeds as the paper ran, "
             "compared with the paper's bound as the paper's own was; with 5 seeds it bounds the method's true "
-            "spread only loosely (a 95% interval of about 0.6 to 2.9 times the sample value)"
+            "spread only loosely (a 95% interval of about 0.6 to 2.9 times the sample value), so a spread whose "
+            "interval holds the paper's bound is ○, and only one whose interval lies wholly on one side is judged"
         )
     if any(c.get("reference") for c in cells):
         md.append(
