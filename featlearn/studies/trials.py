@@ -206,18 +206,47 @@ class Trial:
     def digest(self) -> str:
         """SHA-256 of the config as YAML but for where it writes: a result is reused only for the same digest.
 
-        ``trainer.default_root_dir`` and ``ckpt_path`` (a halving rung's checkpoint folder and the
-        checkpoint it resumes, :func:`~featlearn.studies.tuning.rung_config`) say where, not
-        what: a study's folder moved or copied elsewhere keeps its results. A config without
-        them is digested as :attr:`text`.
+        ``trainer.default_root_dir``, ``ckpt_path`` (a halving rung's checkpoint folder and the
+        checkpoint it resumes, :func:`~featlearn.studies.tuning.rung_config`) and each logger's
+        ``save_dir`` (an absolute path into the study's folder) say where, not what: a study's
+        folder moved or copied elsewhere keeps its results. A config without them is digested
+        as :attr:`text`.
         """
+        return self._digest(keep_logger_dirs=False)
+
+    @property
+    def legacy_digest(self) -> str:
+        """The digest as featlearn wrote it before the loggers' ``save_dir`` was left out (November 2026).
+
+        A result saved under it is reused in place (:meth:`finished`), and its ``result.json`` then
+        takes the present digest, so a folder filled before keeps its results and moves freely after
+        one rerun.
+        """
+        return self._digest(keep_logger_dirs=True)
+
+    def _digest(self, keep_logger_dirs: bool) -> str:
         config = self.config
-        located = "ckpt_path" in config or "default_root_dir" in (config.get("trainer") or {})
-        if located:
-            config = {key: value for key, value in config.items() if key != "ckpt_path"}
-            config["trainer"] = {k: v for k, v in (config.get("trainer") or {}).items() if k != "default_root_dir"}
-        text = yaml.safe_dump(config, sort_keys=False) if located else self.text
-        return hashlib.sha256(text.encode()).hexdigest()
+        trainer = config.get("trainer") or {}
+        loggers = trainer.get("logger")
+        entries = loggers if isinstance(loggers, list) else [loggers]
+        logs_where = not keep_logger_dirs and any(
+            isinstance(e, dict) and "save_dir" in (e.get("init_args") or {}) for e in entries
+        )
+        located = "ckpt_path" in config or "default_root_dir" in trainer or logs_where
+        if not located:
+            return hashlib.sha256(self.text.encode()).hexdigest()
+        config = {key: value for key, value in config.items() if key != "ckpt_path"}
+        trainer = {k: v for k, v in trainer.items() if k != "default_root_dir"}
+        if logs_where:
+            kept = [
+                {**e, "init_args": {k: v for k, v in e["init_args"].items() if k != "save_dir"}}
+                if isinstance(e, dict) and isinstance(e.get("init_args"), dict)
+                else e
+                for e in entries
+            ]
+            trainer["logger"] = kept if isinstance(loggers, list) else kept[0]
+        config["trainer"] = trainer
+        return hashlib.sha256(yaml.safe_dump(config, sort_keys=False).encode()).hexdigest()
 
     @property
     def config_path(self) -> Path:  # noqa: D102
@@ -238,6 +267,10 @@ class Trial:
             return None
         saved = json.loads(self.result_path.read_text())
         if saved.get("digest") == self.digest:
+            return saved
+        if saved.get("digest") == self.legacy_digest:  # saved before save_dir left the digest: the same config
+            saved["digest"] = self.digest
+            self.result_path.write_text(json.dumps(saved, indent=1))
             return saved
         if not overwrite:
             raise ValueError(

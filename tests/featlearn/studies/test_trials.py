@@ -484,3 +484,29 @@ def test_a_trial_s_digest_leaves_out_where_it_writes_so_a_moved_study_keeps_its_
     assert here.digest == there.digest == Trial("a", tmp_path, config).digest
     assert Trial("a", tmp_path, {**config, "trainer": {"max_steps": 4}}).digest != here.digest
     assert Trial("a", tmp_path, config).digest == hashlib.sha256(Trial("a", tmp_path, config).text.encode()).hexdigest()
+    # The TensorBoard logger's save_dir (an absolute path into the study's folder) says where, too.
+    logger = {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "/x/tensorboard", "name": "net"}}
+    logged_here = Trial("a", tmp_path / "a", {**config, "trainer": {**config["trainer"], "logger": logger}})
+    moved = {**logger, "init_args": {**logger["init_args"], "save_dir": "/y/tensorboard"}}
+    logged_there = Trial("a", tmp_path / "b", {**config, "trainer": {**config["trainer"], "logger": [moved]}})
+    assert logged_here.digest != here.digest  # the logger itself (its name) is part of what the run writes
+    renamed = {**logger, "init_args": {**logger["init_args"], "name": "other"}}
+    assert Trial("a", tmp_path, {**config, "trainer": {**config["trainer"], "logger": renamed}}).digest != (
+        logged_here.digest
+    )
+    listed = Trial("a", tmp_path / "c", {**config, "trainer": {**config["trainer"], "logger": [logger]}})
+    assert listed.digest == logged_there.digest  # a list of one logger: its save_dir left out all the same
+
+
+def test_a_result_saved_under_the_digest_that_kept_the_logger_s_save_dir_is_reused_and_upgraded(tmp_path):
+    logger = {"class_path": "TensorBoardLogger", "init_args": {"save_dir": str(tmp_path / "tb"), "name": "net"}}
+    trial = Trial("a", tmp_path / "a", {**CONFIG, "trainer": {"max_steps": 3, "logger": logger}})
+    assert trial.legacy_digest != trial.digest
+    trial.prepare()
+    old = {"label": "a", "digest": trial.legacy_digest, "seconds": 1.0, "metrics": {"test_acc": [90.0]}}
+    trial.result_path.write_text(json.dumps(old))
+    assert trial.finished(overwrite=False, changed="")["metrics"] == {"test_acc": [90.0]}
+    assert json.loads(trial.result_path.read_text())["digest"] == trial.digest  # upgraded in place
+    other = Trial("a", tmp_path / "a", {**CONFIG, "trainer": {"max_steps": 4, "logger": logger}})
+    with pytest.raises(ValueError, match="holds a result for a different config"):
+        other.finished(overwrite=False, changed="steps")
