@@ -497,7 +497,8 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     said = f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} uninformative"
     assert said in text
     assert "## Summary" in text and "Contents:" in text  # the conclusions before any table
-    assert all(f"- **{item.id}**: " in text for item in plan.items)
+    marks = {True: "** (diagnostic, not counted above): ", False: "**: "}  # a diagnostic item says it is one
+    assert all(f"- **{item.id}{marks[item.diagnostic]}" in text for item in plan.items)
     rows = list(csv.DictReader((out / "results.csv").open()))
     judged = [r for r in rows if r["paper"]]
     network = next(r for r in rows if (r["item"], r["method"], r["metric"]) == ("E.1.1", "Network", "test"))
