@@ -86,15 +86,20 @@ def column_relation(relation: str, column: str) -> tuple[str, str | None]:
 UNDECIDABLE = "a claim its measurements cannot decide"
 
 
-def known_reason(rules: dict, setting: str, method: str, column: str) -> dict | None:
-    """The first entry of the paper's known differences whose setting, method and metric patterns match."""
-    for known in rules.get("reasons") or []:
+def first_match(entries: list[dict] | None, setting: str, method: str, column: str) -> dict | None:
+    """The first entry whose ``setting``, ``method`` and ``metric`` fnmatch patterns all match the cell."""
+    for entry in entries or []:
         if all(
-            fnmatch.fnmatchcase(value, str(known[key]))
+            fnmatch.fnmatchcase(value, str(entry[key]))
             for key, value in (("setting", setting), ("method", method), ("metric", column))
         ):
-            return known
+            return entry
     return None
+
+
+def known_reason(rules: dict, setting: str, method: str, column: str) -> dict | None:
+    """The first entry of the paper's known differences whose setting, method and metric patterns match."""
+    return first_match(rules.get("reasons"), setting, method, column)
 
 
 def judge(

@@ -54,7 +54,6 @@ cluster, as ``compare`` does.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import math
 import resource
@@ -67,6 +66,7 @@ from featlearn.studies.judgement import (
     TRIVIAL_AT_START,
     TRIVIAL_SETS,
     column_relation,
+    first_match,
     judge,
     verdict_counts,
 )
@@ -206,12 +206,9 @@ def undecided_cell(
     the neurons of a network that did not fit are not the paper's fitted network's, and
     their largest cosine with the ground truth is that of directions with no signal.
     """
-    for entry in rules.get("inconclusive") or []:
-        if all(
-            fnmatch.fnmatchcase(value, str(entry[key]))
-            for key, value in (("setting", setting), ("method", method), ("metric", column))
-        ):
-            return str(entry["reason"]).rstrip(".")
+    made = first_match(rules.get("inconclusive"), setting, method, column)
+    if made is not None:
+        return str(made["reason"]).rstrip(".")
     if column in TRIVIAL_AT_START and paper_train is not None:
         train, _, _ = summarize(_reached(values.get("train_acc")))
         floor = float(rules["tolerances"]["train"]["absolute"])
@@ -335,15 +332,12 @@ def claim_undecided(
     values = results.get(left["method"]) or {}
     floor = float(rules["tolerances"][left["metric"]]["absolute"])
     if left.get("statistic") == "std":
-        metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
-        mean, _, _ = summarize(_reached(values.get(metric)))
-        trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+        mean, spread, seeds, trivial, failed = fit_summary(values, left["metric"])
         if mean is not None and trivial is not None and abs(mean - trivial) <= floor:
             return (
                 f"{left['method']} sits within the floor of its trivial rate ({mean:.1f}% against {trivial:.1f}%): "
                 "it does not fit the task, so its spread over the seeds says nothing of the method's stability"
             )
-        failed = sum(bool(flag) for flag in values.get("degenerate") or [])
         if failed:
             return (
                 f"{failed} of featlearn's {len(values['degenerate'])} seeds of {left['method']} degenerated "
@@ -357,8 +351,7 @@ def claim_undecided(
                 f"nor refute it"
             )
         bound = claim.get("value")
-        spread, seeds = std_of_seeds(values.get(metric))
-        if bound is not None and spread is not None and seeds > 1:
+        if bound is not None and spread is not None:
             low, high = std_interval(spread, seeds)
             if low <= float(bound) <= high:
                 return (
@@ -379,11 +372,10 @@ def claim_undecided(
             )
         return None
     theirs_values = results.get(right["method"]) or {}
-    their_mean, _, _ = summarize(_reached(theirs_values.get(next(m for c, m, _, _ in COLUMNS if c == left["metric"]))))
-    their_trivial, _, _ = summarize(theirs_values.get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
-    their_failed = sum(bool(flag) for flag in theirs_values.get("degenerate") or [])
+    their_column = right.get("metric", left["metric"])
+    their_mean, _, _, their_trivial, their_failed = fit_summary(theirs_values, their_column)
     at_chance = their_mean is not None and their_trivial is not None and abs(their_mean - their_trivial) <= floor
-    if their_failed or at_chance:
+    if their_column in TRIVIAL_SETS and (their_failed or at_chance):
         why = (
             f"{their_failed} of its {len(theirs_values['degenerate'])} seeds degenerated"
             if their_failed
@@ -403,11 +395,12 @@ def claim_undecided(
     return None
 
 
-def std_of_seeds(values: list | None) -> tuple[float | None, int]:
-    """The sample standard deviation of the seeds' values (None for fewer than two) and how many there are."""
-    reached = _reached(values) or []
-    _, std, n = summarize(reached)
-    return (std if n > 1 else None), n
+def fit_summary(values: dict, column: str) -> tuple[float | None, float | None, int, float | None, int]:
+    """A method's fit of one accuracy column: (mean, std, seeds, trivial rate of its set, degenerate seeds)."""
+    metric = next(m for c, m, _, _ in COLUMNS if c == column)
+    mean, std, seeds = summarize(_reached(values.get(metric)))
+    trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[column]}_majority"))
+    return mean, std, seeds, trivial, sum(bool(flag) for flag in values.get("degenerate") or [])
 
 
 def std_interval(std: float, n: int, level: float = 0.95) -> tuple[float, float]:
