@@ -28,7 +28,7 @@ class DegenerateRuns(pl.Callback):
       that (so a genuinely one-class test set is not flagged).
     * **A loss that grew by orders of magnitude and stayed there.** The training loss
       at the last logging step is at least ``loss_growth`` times the one at the first
-      (the learner's :attr:`~featlearn.models.base.ScheduledSGDModule.logged_member_losses`).
+      (the learner's ``updates.logged_member_losses``).
 
     A flagged run gets a warning, the TensorBoard text ``degenerate/summary`` and the
     scalar ``degenerate/members``; :attr:`flags` keeps the reasons per member, and
@@ -103,7 +103,7 @@ class DegenerateRuns(pl.Callback):
                 )
 
     def _check_loss_growth(self, pl_module: pl.LightningModule) -> None:
-        record = pl_module.logged_member_losses  # every featlearn learner keeps them (featlearn.contracts.Learner)
+        record = pl_module.updates.logged_member_losses  # every featlearn learner keeps them (contracts.Learner)
         if len(record) < 2:
             return
         first_step, last_step = min(record), max(record)

@@ -8,6 +8,7 @@ from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
 from featlearn.callbacks.pictures import cosines, mds_embedding, publish_figure, publish_text
+from featlearn.contracts import FilterLearner
 from featlearn.validation import check_int, is_int
 
 
@@ -136,7 +137,7 @@ class FilterDynamics(DiagnosticCallback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
-        banks = pl_module.filter_banks()
+        banks = pl_module.filter_banks() if isinstance(pl_module, FilterLearner) else None
         if not banks:
             raise ValueError(
                 f"FilterDynamics needs a learner with convolutional filters (filter_banks(), e.g. "

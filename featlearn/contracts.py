@@ -310,6 +310,16 @@ class ClassPredictor(Protocol):
 
 
 @runtime_checkable
+class UpdateLog(Protocol):
+    """What a learner keeps of its updates (``UpdateRecord``), for observers and the studies."""
+
+    #: Per-member training losses (S,) at step 1 and at each logging step, on the CPU: step -> losses.
+    logged_member_losses: dict
+    #: Members of a grid ensemble that diverged while the others trained on: member -> first bad step.
+    diverged_members: dict
+
+
+@runtime_checkable
 class Learner(Protocol):
     """Every featlearn learner (``ScheduledSGDModule``): what observers and commands may read."""
 
@@ -317,9 +327,8 @@ class Learner(Protocol):
     ensemble_size: int
     #: K, the data streams the learner reads (S = G K with G grid points of ``member_values``; K = S without).
     streams: int
-    logged_member_losses: dict
-    #: Members of a grid ensemble that diverged while the others trained on: member -> first bad step.
-    diverged_members: dict
+    #: The record of its updates: logged member losses, diverged members.
+    updates: UpdateLog
 
     def scores(self, x: Tensor) -> Tensor:
         """The outputs f (S, B) (or (S, B, C)) at evaluation, for inputs of K streams (K, B, ...) or shared."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import pytorch_lightning as pl
@@ -16,7 +16,7 @@ from featlearn.contracts import EvaluationData, require
 from featlearn.models.evaluation import HeldOutLog, MemberEvaluation
 from featlearn.models.losses import LOSSES
 from featlearn.models.networks import repeat_streams
-from featlearn.models.sgd import ScheduledSGD
+from featlearn.models.sgd import AnySchedule, ScheduledSGD, named_values
 from featlearn.models.updates import UpdateRecord, world_size
 from featlearn.schedules import Schedule, ScheduleSpec, as_schedule
 from featlearn.steps import StepChunk
@@ -58,7 +58,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     .. math::  \theta_g \leftarrow \theta_g - c\, \eta_g(t)\, \partial L / \partial \theta_g ,
 
-    where ``c`` is :meth:`gradient_scale` (``p`` under Glasgow's mean-field
+    where ``c`` is :attr:`gradient_scale` (``p`` under Glasgow's mean-field
     convention). Since the members' objectives are summed, their gradients stay
     independent. The update runs under manual optimization so that the schedules,
     not an optimizer config, define the step.
@@ -71,13 +71,13 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     with Lightning's loop and the data model.
 
     **Writing a learner.** A subclass sets its network ``self.net`` (a plain ``nn.Module``),
-    calls :meth:`set_parameter_groups` with its parameter groups and their rate and decay
-    schedules, and implements :meth:`training_output` and :meth:`scores`. It may override
-    these documented methods (all public; nothing that starts with an underscore):
-    :meth:`training_losses`, :meth:`member_losses`, :meth:`extra_objective`,
-    :meth:`gradient_scale`, :meth:`check_batch`, :meth:`training_update` (with
-    :meth:`apply_update` and :meth:`record_update` for a hand-made update),
-    :meth:`scheduled_values`, :meth:`schedules`, :meth:`connect_data` and the readers below.
+    declares its parameter groups and their rate and decay schedules with
+    ``self.sgd.set_groups(...)``, and implements :meth:`training_output` and :meth:`scores`.
+    It may set :attr:`gradient_scale` and override these documented methods (all public;
+    nothing that starts with an underscore): :meth:`training_losses`, :meth:`member_losses`,
+    :meth:`extra_objective`, :meth:`check_batch`, :meth:`training_update` (a hand-made
+    update then steps through :attr:`sgd` and records through :attr:`updates`),
+    :meth:`evaluate_scores`, :meth:`named_schedules`, :meth:`connect_data` and the readers below.
 
     **The data model.** A learner never reads ``trainer.datamodule``: it is handed the run's
     data model by :meth:`connect_data` (before ``setup``, see :mod:`featlearn.wiring`) and
@@ -88,7 +88,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     :meth:`scores`, :meth:`evaluate_dataset`, :meth:`first_layer_features` and
     :meth:`output_weights` (None where the learner has no such thing, as the NTK has
     no learned neurons), :attr:`ensemble_size`, :attr:`margin_loss_derivative_abs` and
-    :attr:`logged_member_losses`: never through the network's attributes.
+    the record of its updates (:attr:`updates`: the logged member losses, the diverged
+    members): never through the network's attributes.
 
     **Several updates per Lightning batch.** When the data model's stream carries
     several consecutive steps in one batch (a :class:`~featlearn.steps.StepChunk`, see
@@ -112,7 +113,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             ``ensemble_size`` seeds: the learner holds S = G K members (K =
             ``ensemble_size``), member g K + j being point g on seed j, and reads K data
             streams (``data.ensemble_size`` stays K). A member whose loss becomes NaN or
-            infinite is recorded in :attr:`diverged_members` and the others train on (a
+            infinite is recorded in ``updates.diverged_members`` and the others train on (a
             grid's large rates may diverge); with G = 1 divergence stops the run.
         momentum: *schedule*, mu(t) in [0, 1): SGD with momentum, the heavy ball
             b_t = mu(t) b_{t-1} + g_t, theta_t = theta_{t-1} - c eta(t) b_t (no dampening;
@@ -171,11 +172,12 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
         #: The update rule: parameter groups, their schedules, momentum, idle groups (:mod:`~featlearn.models.sgd`).
         self.sgd = ScheduledSGD(self.momentum)
-        #: The divergence check, the logged member losses and the train curves after each update.
+        #: The divergence check, the logged member losses and the train curves after each update. Public:
+        #: observers read its ``logged_member_losses`` (step -> losses (S,)) and the studies its
+        #: ``diverged_members`` (member -> first bad step) (:class:`~featlearn.contracts.UpdateLog`).
         self.updates = UpdateRecord(self.streams, self.grid_points, max_members_logged)
-        #: Grid members whose loss became NaN or infinite: member -> the first such update step
-        #: (:attr:`updates`' dict, read by the studies).
-        self.diverged_members: dict[int, int] = self.updates.diverged_members
+        #: c, the factor multiplying every gradient step (1; ``p`` under the mean-field convention).
+        self.gradient_scale = 1.0
         self.class_weighting = as_schedule(class_weighting, "model.class_weighting")
         if any(v > 1 for v in _segment_values(self.class_weighting)):
             raise ValueError(f"model.class_weighting must lie in [0, 1] at every step, got {class_weighting!r}.")
@@ -184,23 +186,10 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             if positive_rate >= 1:
                 raise ValueError(f"model.positive_rate must lie in (0, 1), got {positive_rate!r}.")
         self.positive_rate = positive_rate
-        #: Per-member training losses (S,) at step 1 and at each logging step, on the CPU: step ->
-        #: losses (the whole batch's, with several processes). Public: observers read it (e.g. to
-        #: flag a loss that grew by orders of magnitude). It is :attr:`updates`' dict.
-        self.logged_member_losses: dict[int, Tensor] = self.updates.logged_member_losses
         #: Per split, the sums over the set's chunks (and processes) of each member's loss and error.
         self.evaluation = nn.ModuleDict({"val": MemberEvaluation(), "test": MemberEvaluation()})
 
     # ------------------------------------------------------------------ subclass API
-    def set_parameter_groups(self, groups: dict[str, tuple[Iterable[nn.Parameter], Schedule, Schedule]]) -> None:
-        """Declare the trained parameter groups: name -> (params, lr schedule, L2 schedule); empty ones are dropped."""
-        self.sgd.set_groups(groups)
-
-    @property
-    def parameter_groups(self) -> dict[str, tuple[list[nn.Parameter], Schedule, Schedule]]:
-        """The trained parameter groups: name -> (parameters, rate schedule, L2 schedule)."""
-        return self.sgd.groups
-
     @abc.abstractmethod
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
         """The outputs f (S, B) used in the training loss at ``step`` (may add noise).
@@ -229,28 +218,32 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         """The second-layer weights a (S, p) on :meth:`first_layer_features`'s neurons; None if none."""
         return None
 
-    def filter_banks(self, member: int = 0, gradients: bool = False) -> dict[str, Tensor] | None:
-        """Convolutional filters of one member by layer name, one row per filter: name -> (filters, fan_in).
+    def named_schedules(self) -> dict[str, AnySchedule]:
+        """Every schedule by its log name: each group's ``lr_<g>`` and ``weight_decay_<g>``, ``momentum``, ...
 
-        With ``gradients``, the filters' current gradients instead (rows of zeros where there
-        is none yet). None where the network has no convolutions (the default).
+        A subclass with schedules of its own adds them. All are checked to cover the run at
+        fit start; :meth:`scheduled_values` logs their values.
         """
-        return None
-
-    def gradient_scale(self) -> float:
-        """The factor c multiplying each gradient step (1 by default)."""
-        return 1.0
+        named = self.sgd.named_schedules()
+        named["class_weighting"] = self.class_weighting
+        return named
 
     def scheduled_values(self, step: int) -> dict[str, float]:
-        """Every scheduled hyperparameter in effect at ``step``, by its log name."""
-        values = self.sgd.values(step)
-        if not self.class_weighting.is_zero:
-            values["class_weighting"] = self.class_weighting(step)
+        """The hyperparameters in effect at ``step``, by log name (per grid point, ``name_point<g>``).
+
+        Every schedule of :meth:`named_schedules`, but for one that is zero at every step
+        and switches something off by being so (``momentum``, ``class_weighting``, ...):
+        the groups' rates and decays and ``noise_std`` are always there.
+        """
+        values = {}
+        for name, schedule in self.named_schedules().items():
+            if schedule.is_zero and name in self.QUIET_WHEN_ZERO:
+                continue
+            values.update(named_values(name, schedule(step)))
         return values
 
-    def schedules(self) -> list[Schedule]:
-        """All schedules, for the coverage check at fit start."""
-        return self.sgd.schedules() + [self.class_weighting]
+    #: Schedules that :meth:`scheduled_values` leaves out while they are zero at every step.
+    QUIET_WHEN_ZERO: ClassVar[frozenset[str]] = frozenset({"momentum", "class_weighting", "regularizer_weight"})
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -291,18 +284,15 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def on_fit_start(self) -> None:
         """Fail before the first step if a schedule ends before ``trainer.max_steps``."""
-        self.updates.start(self.schedules())
-        for schedule in self.schedules():
+        schedules = list(self.named_schedules().values())
+        self.updates.start(schedules)
+        for schedule in schedules:
             schedule.check_covers(self.trainer.max_steps)
         if not self.class_weighting.is_zero and self.positive_rate is None:
             raise ValueError(
                 "model.class_weighting needs Pr[y = +1]: set model.positive_rate, or leave it null with a data "
                 "model whose process_constants() state it (SparseCoding, HiddenRepresentation)."
             )
-
-    def members_of(self, values: Tensor) -> Tensor:
-        """Per-stream values (K, ...) as per-member values (S, ...): member g K + j gets stream j's."""
-        return repeat_streams(values, self.ensemble_size)
 
     def member_losses(self, f: Tensor, y: Tensor) -> Tensor:
         """Mean loss of each member: f, y (S, B) -> (S,)."""
@@ -334,7 +324,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         x, y = batch
         step = self.global_step + 1
         self.check_batch(x)
-        y = self.members_of(y)  # (S, B); the network maps x's K streams to its members itself
+        y = repeat_streams(y, self.ensemble_size)  # (S, B); the network maps x's K streams to its members itself
         idle = self.sgd.idle_parameters(step, world_size(self))
         try:
             for p in idle:
@@ -351,11 +341,11 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             optimizer.zero_grad(set_to_none=True)
             if objective.requires_grad:  # False when every group is idle at this step
                 self.manual_backward(objective)
-            self.apply_update(optimizer, step)  # also with nothing to train: it counts the step
+            self.sgd.step(optimizer, step, self.gradient_scale)  # also with nothing to train: it counts the step
         finally:
             for p in idle:
                 p.requires_grad_(True)
-        self.record_update(losses.detach(), step, batch_size=x.shape[1])
+        self.updates.add(self, losses.detach(), step, batch_size=x.shape[1])
         return objective.detach()
 
     def check_batch(self, x: Tensor) -> None:
@@ -367,16 +357,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
                 f"copies model.init_args.ensemble_size into data.init_args.ensemble_size)."
             )
 
-    def apply_update(self, optimizer, step: int) -> None:
-        """Set every group's rate c * eta_g(step) and take the SGD step in place (:class:`ScheduledSGD`)."""
-        self.sgd.step(optimizer, step, self.gradient_scale())
-
-    def record_update(self, losses: Tensor, step: int, batch_size: int) -> None:
-        """Keep the losses (S,) for the divergence check and log on Lightning's cadence (:class:`UpdateRecord`)."""
-        self.updates.add(self, losses, step, batch_size)
-
-    def on_train_end(self) -> None:  # noqa: D102
-        self.raise_if_diverged()
+    def on_train_end(self) -> None:
+        """Raise at the first waiting update whose loss is NaN or infinite (:meth:`UpdateRecord.check`)."""
+        self.updates.check(self)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Refuse to checkpoint weights a pending loss shows to have diverged; keep the logged member losses.
@@ -386,8 +369,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         records the link even for a learner without ``input_dim``; a resume that rebuilt
         the learner from such a checkpoint would fail on the stray argument.
         """
-        self.raise_if_diverged()
-        checkpoint["featlearn_logged_member_losses"] = dict(self.logged_member_losses)
+        self.updates.check(self)
+        checkpoint["featlearn_logged_member_losses"] = dict(self.updates.logged_member_losses)
         hparams = checkpoint.get("hyper_parameters")
         if isinstance(hparams, dict):
             taken = constructor_arguments(type(self))
@@ -397,27 +380,16 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Restore the logged member losses, so observers of a resumed run see the whole run's."""
-        self.logged_member_losses.update(checkpoint.get("featlearn_logged_member_losses", {}))
-
-    def raise_if_diverged(self) -> None:
-        """Raise at the first pending update whose loss is NaN or infinite; with a grid, record the diverged members.
-
-        See :meth:`UpdateRecord.check <featlearn.models.updates.UpdateRecord.check>`.
-
-        Raises:
-            FloatingPointError: Naming the step and the hyperparameters in effect then.
-        """
-        describe = lambda step: ", ".join(f"{k}={v:g}" for k, v in self.scheduled_values(step).items())  # noqa: E731
-        self.updates.check(self, describe)
+        self.updates.logged_member_losses.update(checkpoint.get("featlearn_logged_member_losses", {}))
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-member loss and 0-1 error (a zero output counts as an error): (S,), (S,)."""
-        return self.evaluate_scores(self.scores(x), y)  # x may hold K streams
-
     def evaluate_scores(self, f: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-member loss and 0-1 error of outputs f (S, B) against labels y (K or S, B): (S,), (S,)."""
-        y = self.members_of(y)
+        """Per-member loss and 0-1 error of outputs f (S, B) against labels y (K or S, B): (S,), (S,).
+
+        A zero output counts as an error. The outputs are :meth:`scores`' (for inputs of K
+        streams or shared) or a :meth:`set_scorer`'s.
+        """
+        y = repeat_streams(y, self.ensemble_size)
         return self.member_losses(f, y), (y * f <= 0).to(f.dtype).mean(dim=1)
 
     def set_scorer(self, x: Tensor) -> Callable[[slice], Tensor] | None:
@@ -433,7 +405,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
 
     @torch.no_grad()
     def evaluate_dataset(self, x: Tensor, y: Tensor, chunk: int = 65536) -> tuple[Tensor, Tensor]:
-        """:meth:`evaluate` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,).
+        """:meth:`evaluate_scores` over a whole set x (S, n, d), y (S, n), ``chunk`` samples at a time: (S,), (S,).
 
         Each chunk moves to the model's device: after ``fit`` Lightning returns the model to
         the CPU while the data model's sets stay on the training device. A set on the
@@ -445,10 +417,8 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         for i in range(0, x.shape[1], chunk):
             rows = slice(i, i + chunk)
             labels = y[:, rows].to(device)
-            if scorer is None:
-                loss, error = self.evaluate(x[:, rows].to(device), labels)
-            else:
-                loss, error = self.evaluate_scores(scorer(rows), labels)
+            scores = self.scores(x[:, rows].to(device)) if scorer is None else scorer(rows)
+            loss, error = self.evaluate_scores(scores, labels)
             weight = labels.shape[1]
             losses, errors = losses + loss * weight, errors + error * weight
         return losses / x.shape[1], errors / x.shape[1]
@@ -456,9 +426,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
     def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         """Add the batch's per-member loss and error to the validation sums (reduced by :class:`HeldOutLog`)."""
         x, y = batch
-        self.evaluation["val"].update(*self.evaluate(x, y), x.shape[1])
+        self.evaluation["val"].update(*self.evaluate_scores(self.scores(x), y), x.shape[1])
 
     def test_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         """Add the batch's per-member loss and error to the test sums (reduced by :class:`HeldOutLog`)."""
         x, y = batch
-        self.evaluation["test"].update(*self.evaluate(x, y), x.shape[1])
+        self.evaluation["test"].update(*self.evaluate_scores(self.scores(x), y), x.shape[1])

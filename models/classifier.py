@@ -94,7 +94,7 @@ class NetworkEnsemble(ScheduledSGDModule):
         # Lazy: member s is its network's linearisation at its initialisation (theta_0 frozen inside).
         self.net = nn.ModuleList(Linearized(m) for m in members) if linearize else members
         params = [p for p in self.net.parameters() if p.requires_grad]
-        self.set_parameter_groups(
+        self.sgd.set_groups(
             {"all": (params, as_schedule(lr, "model.lr"), as_schedule(weight_decay, "model.weight_decay"))}
         )
 

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from featlearn.batches import SetRows, TrainBatch, batch_rows, take_rows
 from featlearn.models.linearize import Linearized
-from featlearn.models.networks import LinearizedTwoLayerNetwork, TwoLayerNetwork
+from featlearn.models.networks import LinearizedTwoLayerNetwork, TwoLayerNetwork, repeat_streams
 from featlearn.models.two_layer import TwoLayerNet
 from featlearn.validation import check_choice, check_int
 
@@ -72,7 +72,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 "it takes no model.member_values (use form: linear, the same predictor)."
             )
         if form == "kernel":
-            nonzero = [name for name, (_, _, wd) in self.parameter_groups.items() if not wd.is_zero]
+            nonzero = [name for name, (_, _, wd) in self.sgd.groups.items() if not wd.is_zero]
             if nonzero:
                 raise ValueError(
                     f"model.form: kernel trains the dual coefficients, where an L2 term on theta has no "
@@ -131,7 +131,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         _, h0, g0a0 = cache
         if rows.index is not None:
             h0, g0a0 = take_rows(h0, rows.index), take_rows(g0a0, rows.index)  # (K, B, p)
-        return self.members_of(h0), self.members_of(g0a0)
+        return repeat_streams(h0, self.ensemble_size), repeat_streams(g0a0, self.ensemble_size)
 
     def set_tangent_features(self, x: Tensor) -> tuple[Tensor, Tensor] | None:
         """A whole fixed set's tangent features (h0, a0 sigma'(z0)), each (K, n, p), kept between evaluations; or None.
@@ -169,8 +169,9 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         if features is None:
             return None
         h0, g0a0 = features
+        members = self.ensemble_size
         return lambda rows: self.net.output_from_tangent_features(
-            x[:, rows], self.members_of(h0[:, rows]), self.members_of(g0a0[:, rows])
+            x[:, rows], repeat_streams(h0[:, rows], members), repeat_streams(g0a0[:, rows], members)
         )  # (S, B)
 
     def on_train_end(self) -> None:  # noqa: D102
@@ -194,7 +195,7 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         """
         if self.jacobian != "closed_form":
             raise ValueError("LinearizedTwoLayerNet.ntk needs model.jacobian: closed_form (its kernel blocks).")
-        return self.net.ntk(x1, x2, tuple(self.parameter_groups))
+        return self.net.ntk(x1, x2, tuple(self.sgd.groups))
 
     # ------------------------------------------------------------------ kernel form
     def setup(self, stage: str) -> None:
@@ -229,13 +230,13 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             blocks = self.net.ntk_blocks(x, x)
             f0 = self.net.initial_output(x)  # (S, n)
         groups = {}
-        for name, (_, lr, wd) in self.parameter_groups.items():
+        for name, (_, lr, wd) in self.sgd.groups.items():
             self.register_buffer(f"gram_{name}", blocks[name], persistent=False)  # (S, n, n)
             self.alpha[name] = nn.Parameter(torch.zeros(self.ensemble_size, n, device=x.device))
             groups[name] = ([self.alpha[name]], lr, wd)
         self.register_buffer("f0_train", f0, persistent=False)
         self.register_buffer("x_train", x, persistent=False)
-        self.set_parameter_groups(groups)
+        self.sgd.set_groups(groups)
 
     def _kernel_train_scores(self) -> Tensor:
         """F on every training sample: f0 + sum_g K_g alpha_g, (S, n)."""
@@ -283,8 +284,8 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         optimizer = self.optimizers()
         for alpha in self.alpha.values():
             alpha.grad = dl_df.clone() if idx is None else torch.zeros_like(alpha).scatter_add_(1, idx, dl_df)
-        self.apply_update(optimizer, step)
-        self.record_update(losses.detach(), step, batch_size=x.shape[1])
+        self.sgd.step(optimizer, step, self.gradient_scale)
+        self.updates.add(self, losses.detach(), step, batch_size=x.shape[1])
         return losses.sum().detach()
 
     # ------------------------------------------------------------------ outputs

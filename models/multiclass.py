@@ -147,14 +147,8 @@ class MulticlassClassifier(NetworkEnsemble):
             )
         return weight * balance_entropy_regularizer(self.network_outputs(unlabelled), self.entropy_weight).sum()
 
-    def scheduled_values(self, step: int) -> dict[str, float]:  # noqa: D102
-        values = super().scheduled_values(step)
-        if not self.regularizer_weight.is_zero:
-            values["regularizer_weight"] = self.regularizer_weight(step)
-        return values
-
-    def schedules(self):  # noqa: D102
-        return super().schedules() + [self.regularizer_weight]
+    def named_schedules(self) -> dict:  # noqa: D102
+        return {**super().named_schedules(), "regularizer_weight": self.regularizer_weight}
 
     def connect_data(self, data) -> None:
         """Also refuse a data model with another number of classes, before anything runs."""
@@ -167,8 +161,7 @@ class MulticlassClassifier(NetworkEnsemble):
             )
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-member cross-entropy and 0-1 error of the arg-max class: (S,), (S,)."""
-        logits = self.scores(x)
+    def evaluate_scores(self, logits: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-member cross-entropy and 0-1 error of the arg-max class of logits (S, B, C): (S,), (S,)."""
         error = (logits.argmax(-1) != y.long()).to(logits.dtype).mean(dim=1)
         return self.member_losses(logits, y), error

@@ -90,7 +90,7 @@ class SteppedFeatureProbe(TwoLayerNet):
         """The update(s) of the process; after the last one (step k), fit the probe."""
         out = super().training_step(batch, batch_idx)
         if self.global_step >= self.trainer.max_steps:
-            self.raise_if_diverged()  # no probe on NaN features
+            self.updates.check(self)  # no probe on NaN features
             self.fit_probe(self.global_step)
         return out
 

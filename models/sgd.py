@@ -120,19 +120,13 @@ class ScheduledSGD:
                     if p.grad is not None:
                         inner.state[p]["momentum_buffer"] = p.grad.detach().clone()
 
-    def values(self, step: int) -> dict[str, float]:
-        """The rates, decays and (when scheduled) momentum in effect at ``step``, by log name."""
-        values = {}
+    def named_schedules(self) -> dict[str, AnySchedule]:
+        """Every schedule by log name: each group's ``lr_<g>`` and ``weight_decay_<g>``, then ``momentum``."""
+        named = {}
         for name, (_, lr, wd) in self.groups.items():
-            values.update(named_values(f"lr_{name}", lr(step)))
-            values.update(named_values(f"weight_decay_{name}", wd(step)))
-        if not self.momentum.is_zero:
-            values["momentum"] = self.momentum(step)
-        return values
-
-    def schedules(self) -> list[AnySchedule]:
-        """Every schedule: the groups' rates and decays, then the momentum."""
-        return [s for _, lr, wd in self.groups.values() for s in (lr, wd)] + [self.momentum]
+            named[f"lr_{name}"], named[f"weight_decay_{name}"] = lr, wd
+        named["momentum"] = self.momentum
+        return named
 
 
 def named_values(name: str, value: float | tuple[float, ...]) -> dict[str, float]:

@@ -19,7 +19,6 @@ from featlearn.models.networks import (
     as_dataclass,
     repeat_streams,
 )
-from featlearn.models.sgd import named_values
 from featlearn.schedules import PointSchedules, Schedule, ScheduleSpec, as_schedule, combine_points, point_values
 from featlearn.seeding import NOISE, GeneratorPool
 from featlearn.validation import check_bool, check_choice, check_int, check_number
@@ -181,7 +180,7 @@ class TwoLayerNet(ScheduledSGDModule):
             g K + j being point g on seed j (initialised from ``seed + j``, on data stream
             j, with noise stream ``seed + j``). Each member equals the run of its point and
             seed alone, bit for bit on the CPU. A member that diverges is recorded
-            (``diverged_members``) while the others train on. Needs plain SGD (no momentum)
+            (``updates.diverged_members``) while the others train on. Needs plain SGD (no momentum)
             and ``noise_mode: sample``.
     """
 
@@ -261,6 +260,8 @@ class TwoLayerNet(ScheduledSGDModule):
         )
         base.initialize_(init, self.seed, self.member_offsets)
         self.net = self.wrap_network(base)
+        # Glasgow's footnote 4: nabla_u L := p dL/du, so every step is scaled by p.
+        self.gradient_scale = float(network.width) if mean_field_gradient else 1.0
 
         shared = dict(
             lr=lr,
@@ -294,7 +295,7 @@ class TwoLayerNet(ScheduledSGDModule):
                     [schedules[f"weight_decay_{name}"] for schedules in per_point], f"model.weight_decay_{name}"
                 ),
             )
-        self.set_parameter_groups(groups)
+        self.sgd.set_groups(groups)
         self.noise_std = combine_points([schedules["noise_std"] for schedules in per_point], "model.noise_std")
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
         if isinstance(self.noise_std, PointSchedules) and noise_mode != "sample":
@@ -345,16 +346,8 @@ class TwoLayerNet(ScheduledSGDModule):
         """p, the number of hidden neurons."""
         return self.two_layer.width
 
-    def gradient_scale(self) -> float:  # noqa: D102
-        return float(self.two_layer.width) if self.mean_field_gradient else 1.0
-
-    def scheduled_values(self, step: int) -> dict[str, float]:  # noqa: D102
-        values = super().scheduled_values(step)
-        values.update(named_values("noise_std", self.noise_std(step)))
-        return values
-
-    def schedules(self) -> list:  # noqa: D102
-        return super().schedules() + [self.noise_std]
+    def named_schedules(self) -> dict:  # noqa: D102
+        return {**super().named_schedules(), "noise_std": self.noise_std}
 
     def training_output(self, x: Tensor, step: int, rows: SetRows | None = None) -> Tensor:
         """F (S, B) with the step's pre-activation noise xi ~ N(0, sigma_xi(t)^2).
@@ -405,7 +398,7 @@ class TwoLayerNet(ScheduledSGDModule):
 
     def first_layer_frozen_through(self, step: int) -> float:
         """The last step through which w and b stay as they are after ``step`` (``step`` if they train at step + 1)."""
-        rates = [lr for name, (_, lr, _) in self.parameter_groups.items() if name in ("w", "b")]
+        rates = [lr for name, (_, lr, _) in self.sgd.groups.items() if name in ("w", "b")]
         return min((lr.zero_through(step + 1) for lr in rates), default=math.inf)
 
     def frozen_set_preactivations(self, x: Tensor) -> Tensor | None:

@@ -8,7 +8,7 @@ and writes the ``train/*`` and ``sched/*`` curves on Lightning's cadence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pytorch_lightning as pl
 from torch import Tensor
@@ -71,21 +71,23 @@ class UpdateRecord:
         full = self.divergence.add(losses, step)
         log_step = step % learner.trainer.log_every_n_steps == 0 or step in self.singled_out_steps
         if log_step or full:
-            learner.raise_if_diverged()
+            self.check(learner)
         if log_step or step == 1:
             losses = across_processes(learner, losses)
             self.logged_member_losses[step] = losses.detach().float().cpu()
         if log_step:
             self._log(learner, losses, step, batch_size * world_size(learner))
 
-    def check(self, learner, describe: Callable[[int], str]) -> None:
+    def check(self, learner) -> None:
         """Raise at the first waiting update with a NaN or infinite loss (G = 1), or record the diverged members.
 
         Raises:
-            FloatingPointError: With one grid point, naming the step and ``describe(step)``.
+            FloatingPointError: With one grid point, naming the step and the hyperparameters in
+                effect then (``learner.scheduled_values(step)``).
         """
         reduce = lambda values: across_processes(learner, values)  # noqa: E731
         if self.grid_points == 1:
+            describe = lambda step: ", ".join(f"{k}={v:g}" for k, v in learner.scheduled_values(step).items())  # noqa: E731
             self.divergence.check(reduce, describe)
             return
         for member, step in self.divergence.diverged_members(reduce).items():

@@ -12,9 +12,12 @@ from). Those differ in the last bits, and Shi's smoke runs amplify that to 0.4% 
 loss (shi_parity: 1.99993 on one, 2.00769 on the other), so the file keeps a recording per
 kind (:func:`machine_kind`: the CPU's vendor and torch's vector capability) and a run passes
 when it matches one of them.
-``FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/runner/test_lightning.py`` records this
-machine's kind anew, on purpose, when a change is meant to move the numbers (then record
-the other kinds too, or drop their entries for the experiments that moved).
+``PYTEST_XDIST_WORKER_COUNT=2 FEATLEARN_WRITE_FINGERPRINTS=1 pytest tests/featlearn/runner/test_lightning.py``
+records this machine's kind anew, on purpose, when a change is meant to move the numbers (then
+record the other kinds too, or drop their entries for the experiments that moved). Record
+serially (the workers would race on the file) but with the worker count ``make test`` runs:
+``tests/conftest.py`` gives each worker its share of the cores, and the ResNet teacher runs
+move by 1e-4 between one thread and two (seen on an AVX512 EPYC).
 """
 
 from __future__ import annotations

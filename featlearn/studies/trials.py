@@ -363,7 +363,7 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
         result["train_acc"] = (100.0 * (1.0 - train_error)).tolist()
         result["train_majority"] = majority_rate(train_y)
     # Members of a grid ensemble (model.member_values) that diverged while the others trained on.
-    diverged = model.diverged_members if isinstance(model, Learner) else None
+    diverged = model.updates.diverged_members if isinstance(model, Learner) else None
     if diverged:
         result["diverged_members"] = {str(member): int(step) for member, step in diverged.items()}
     for callback in trainer.callbacks:  # per-member values of diagnostics (e.g. Glasgow's phase steps)

@@ -11,7 +11,7 @@ class FakeLearner:
 
     def __init__(self, members, losses):
         self.ensemble_size = members
-        self.logged_member_losses = losses
+        self.updates = SimpleNamespace(logged_member_losses=losses, diverged_members={})
         self.device = torch.device("cpu")
 
     def scores(self, x):

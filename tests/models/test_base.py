@@ -13,6 +13,7 @@ import torch
 from featlearn.datamodules import BooleanXOR
 from featlearn.models import TwoLayerNet
 from featlearn.models.sgd import DivergenceGuard, ScheduledSGD
+from featlearn.models.updates import UpdateRecord
 
 from ..conftest import SHI_PROCESS, grouped  # noqa: TID252
 
@@ -113,13 +114,13 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
     monkeypatch.setattr(DivergenceGuard, "check_every", 4)
     model = TwoLayerNet(8, **grouped(6, lr=0.1, seed=0))
     seen = []
-    original = TwoLayerNet.raise_if_diverged
+    original = UpdateRecord.check
 
-    def spy(self):
-        seen.append(len(self.updates.divergence.pending))
-        original(self)
+    def spy(self, learner):
+        seen.append(len(self.divergence.pending))
+        original(self, learner)
 
-    monkeypatch.setattr(TwoLayerNet, "raise_if_diverged", spy)
+    monkeypatch.setattr(UpdateRecord, "check", spy)
     fit(model, BooleanXOR(dim=8, batch_size=32), 10, log_every_n_steps=1000)
     assert seen == [1, 4, 4, 1] and model.updates.divergence.pending == []  # step 1 is logged (a schedule starts there)
 

@@ -192,7 +192,7 @@ def test_a_held_out_sets_tangent_features_are_kept_between_evaluations(fit, monk
     class EvaluateEveryStep(pl.Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             x, y = data.eval_set("test")
-            seen.append((pl_module.evaluate_dataset(x, y, chunk=30), pl_module.evaluate(x, y)))
+            seen.append((pl_module.evaluate_dataset(x, y, chunk=30), pl_module.evaluate_scores(pl_module.scores(x), y)))
 
     fit(model, data, 4, callbacks=[EvaluateEveryStep()])
     assert calls == [(1, 200, 12), (1, 100, 12)]  # the training set's, then the test set's: once each

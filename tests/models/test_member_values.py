@@ -73,7 +73,7 @@ def test_each_grid_point_equals_the_run_of_its_values_on_the_same_seeds_bit_for_
     model = together.model
     points = len(next(iter(grid.values())))
     assert model.ensemble_size == points * seeds and model.streams == seeds
-    assert any(isinstance(lr, PointSchedules) for _, lr, _ in model.parameter_groups.values()) or "noise_std" in grid
+    assert any(isinstance(lr, PointSchedules) for _, lr, _ in model.sgd.groups.values()) or "noise_std" in grid
     grid_params = parameters(model)
     for g in range(points):
         point = [a for name, v in grid.items() for a in (f"--model.init_args.{name}", repr(v[g]))]
@@ -86,7 +86,7 @@ def test_a_diverging_member_is_recorded_and_the_others_train_on():
     run = fit(["--model.init_args.ensemble_size", "2", "--model.init_args.member_values", "{lr_a: [1000.0, 1.0e+30]}"])
     model = run.model
     assert set(model.updates.diverged_points) == {1}
-    assert all(member >= 2 for member in model.diverged_members)
+    assert all(member >= 2 for member in model.updates.diverged_members)
     assert torch.isfinite(model.two_layer.a[:2]).all()
 
 

@@ -71,7 +71,7 @@ def test_probe_scores_a_set_from_kept_preactivations_with_its_output_bias(fit):
     probe.trainer = None  # detached, so not at its last step: W is kept fixed, evaluations may come
     x, y = data.eval_set("test")
     assert probe.set_scorer(x) is not None and float(probe.output_bias.abs().max()) > 0
-    torch.testing.assert_close(probe.evaluate_dataset(x, y, chunk=64), probe.evaluate(x, y))
+    torch.testing.assert_close(probe.evaluate_dataset(x, y, chunk=64), probe.evaluate_scores(probe.scores(x), y))
 
 
 def test_probe_warns_when_the_stopping_rule_is_not_met(fit):

@@ -34,7 +34,8 @@ def test_the_step_is_the_heavy_ball_with_every_hyperparameter_a_function_of_the_
             theta[name] = theta[name] - 2.0 * rate * b
         torch.testing.assert_close(w.detach(), theta["w"])
         torch.testing.assert_close(a.detach(), theta["a"])
-    assert sgd.values(3) == {"lr_w": 0.05, "weight_decay_w": 0.0, "lr_a": 0.2, "weight_decay_a": 0.0, "momentum": 0.0}
+    values = {name: schedule(3) for name, schedule in sgd.named_schedules().items()}
+    assert values == {"lr_w": 0.05, "weight_decay_w": 0.0, "lr_a": 0.2, "weight_decay_a": 0.0, "momentum": 0.0}
 
 
 def test_idle_groups_are_those_at_rate_zero_and_only_without_momentum_on_one_process():

@@ -30,7 +30,7 @@ def test_defaults_are_glasgows_model():
     model = TwoLayerNet(16, **grouped(32, lr=0.1, init_scale=0.3))
     net = model.net
     assert net.scale == pytest.approx(1 / 32) and net.b is None and net.activation == "relu"
-    assert model.loss_name == "logistic" and model.gradient_scale() == 32
+    assert model.loss_name == "logistic" and model.gradient_scale == 32
     # Sphere initialisation: ||w_j|| = theta, a_j = +-||w_j||.
     norms = net.w[0].norm(dim=1)
     torch.testing.assert_close(norms, torch.full((32,), 0.3))
@@ -321,13 +321,13 @@ def test_the_training_and_held_out_caches_share_one_budget(fit, monkeypatch):
 def test_a_kept_held_out_preactivation_is_dropped_when_the_first_layer_moves():
     model, _ = _shi_like(cache_mb=64, train_first_layer=False, lr_w=None, lr=0.1, noise_std=0.0)
     x, y = BooleanXOR(dim=8, batch_size=16, test_size=40, ensemble_size=2).eval_set("test")
-    expected = model.evaluate(x, y)
+    expected = model.evaluate_scores(model.scores(x), y)
     assert model.set_scorer(x) is not None  # no trainer: W never trains, evaluations to come
     torch.testing.assert_close(model.evaluate_dataset(x, y), expected)
     with torch.no_grad():
         model.net.w.mul_(-1.0)  # e.g. a loaded checkpoint changed W
-    torch.testing.assert_close(model.evaluate_dataset(x, y), model.evaluate(x, y))
-    assert not torch.equal(model.evaluate(x, y)[0], expected[0])
+    torch.testing.assert_close(model.evaluate_dataset(x, y), model.evaluate_scores(model.scores(x), y))
+    assert not torch.equal(model.evaluate_scores(model.scores(x), y)[0], expected[0])
     assert _shi_like(cache_mb=64)[0].set_scorer(x) is None  # W trains at the next step
     assert _shi_like(cache_mb=1e-4, train_first_layer=False, lr_w=None, lr=0.1)[0].set_scorer(x) is None  # budget
 

@@ -152,12 +152,10 @@ def test_majority_rate_is_the_commonest_class_share_by_counting(seed):
 class FakeModel:
     """A :class:`~featlearn.contracts.Learner`: sign(<w_s, x>) per member, fixed ``first_layer_features``."""
 
-    logged_member_losses: dict = {}
-
     def __init__(self, w, features, diverged=None):
         self.w, self.features = w, features  # (S, d), (S, p, d) or None
         self.ensemble_size = self.streams = w.shape[0]
-        self.diverged_members = diverged or {}
+        self.updates = types.SimpleNamespace(logged_member_losses={}, diverged_members=diverged or {})
 
     def to(self, device):
         return self
