@@ -45,7 +45,9 @@ def step_seconds(steps: int, updates_per_batch: int, warmup: int = 5, sampler=No
         finally:
             xor_module.rademacher = original
     theta = 1 / math.log(D)
-    model = TwoLayerNet(D, network={"width": P}, init={"scheme": "sphere", "scale": theta}, lr=theta, seed=0)
+    model = TwoLayerNet(
+        D, network={"width": P}, init={"scheme": "sphere", "scale": theta}, training=dict(lr=theta), seed=0
+    )
     data = BooleanXOR(dim=D, batch_size=M, test_size=0, val_size=0, updates_per_batch=updates_per_batch)
     return 1.0 / timed_fit(model, data, steps, warmup)
 

@@ -102,7 +102,7 @@ def featlearn_steps_per_s(d, p, m, steps, warmup, ensemble_size=1, seed=0, updat
         d,
         network={"width": p},
         init={"scheme": "sphere", "scale": 1 / math.log(d)},
-        lr=0.05,
+        training=dict(lr=0.05),
         ensemble_size=ensemble_size,
         seed=seed,
     )

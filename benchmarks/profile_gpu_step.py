@@ -47,7 +47,9 @@ THETA = 1 / math.log(D)
 
 def experiment(updates_per_batch: int) -> tuple[TwoLayerNet, BooleanXOR]:
     """glasgow_xor.yaml's learner and data model (sphere init at scale theta, step size theta)."""
-    model = TwoLayerNet(D, network={"width": P}, init={"scheme": "sphere", "scale": THETA}, lr=THETA, seed=0)
+    model = TwoLayerNet(
+        D, network={"width": P}, init={"scheme": "sphere", "scale": THETA}, training=dict(lr=THETA), seed=0
+    )
     data = BooleanXOR(dim=D, batch_size=M, test_size=0, val_size=0, updates_per_batch=updates_per_batch, seed=0)
     return model, data
 

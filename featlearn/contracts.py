@@ -371,14 +371,15 @@ class DataDerivedConstants(Protocol):
 
     @classmethod
     def unset_data_constants(cls, init_args: Mapping) -> dict[str, str]:
-        """Dotted argument path (``init.sigma_w``, ``noise_std.0.value``) -> process-constant name, for null ones."""
+        """Dotted argument path (``init.sigma_w``, ``training.noise_std.0.value``) -> process-constant name."""
 
 
 @runtime_checkable
 class FirstLayerArguments(Protocol):
     """A learner class that says which of its arguments move its first layer (to freeze it from a step on)."""
 
-    #: Rate and decay arguments of the first layer -> the argument an unset one falls back to (None: 0).
+    #: Rate and decay arguments of the first layer, dotted under ``init_args`` (``training.lr_w``) -> the
+    #: argument an unset one falls back to (None: 0).
     first_layer_arguments: ClassVar[dict[str, str | None]]
 
 
@@ -392,3 +393,5 @@ class PerMemberValues(Protocol):
 
     #: The arguments that may take a value per grid point (scalar schedules: rates, decays).
     MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]]
+    #: The config group under ``model.init_args`` that holds them (``training``); "" where they sit there directly.
+    MEMBER_VALUE_GROUP: ClassVar[str]

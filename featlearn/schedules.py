@@ -65,7 +65,7 @@ class Schedule:
 
     Args:
         spec: A number (constant) or a list of segment mappings (see module docstring).
-        name: The parameter's name as a user writes it (``model.lr``), used in errors.
+        name: The parameter's name as a user writes it (``model.training.lr``), used in errors.
         integer: Values must be integers (batch sizes); only constant segments allowed.
         positive: Values must be > 0 (otherwise >= 0).
 
@@ -262,7 +262,7 @@ class PointSchedules:
 
     Args:
         points: The G schedules, in grid order.
-        name: The parameter's name as a user writes it (``model.lr_a``), used in errors.
+        name: The parameter's name as a user writes it (``model.training.lr_a``), used in errors.
     """
 
     def __init__(self, points: Sequence[Schedule], name: str) -> None:

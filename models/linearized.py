@@ -76,11 +76,11 @@ class LinearizedTwoLayerNet(TwoLayerNet):
             if nonzero:
                 raise ValueError(
                     f"model.form: kernel trains the dual coefficients, where an L2 term on theta has no "
-                    f"counterpart: set model.weight_decay_{nonzero[0]} to 0 (or use form: linear)."
+                    f"counterpart: set model.training.weight_decay_{nonzero[0]} to 0 (or use form: linear)."
                 )
             if not self.noise_std.is_zero:
                 raise ValueError(
-                    "model.form: kernel uses the fixed kernel at theta_0: set model.noise_std to 0 "
+                    "model.form: kernel uses the fixed kernel at theta_0: set model.training.noise_std to 0 "
                     "(or use form: linear)."
                 )
         #: Kernel form: the dual coefficients alpha_g (S, n), one per trained group (set up in ``setup``).

@@ -3,7 +3,7 @@ r"""Plain ``nn.Module`` networks (no training logic): the two-layer network and 
 A network says what it computes and how it is initialised; the learners in
 :mod:`featlearn.models.two_layer` (and its subclasses) train it. A config states a
 network as two groups, the architecture (:class:`TwoLayerArchitecture`) and the
-initialisation (:class:`Initialization`), beside the learner's training settings.
+initialisation (:class:`Initialization`), beside how the learner trains it (:class:`Training`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import INIT, derive_seed
 from featlearn.validation import check_choice, check_int, check_number
 
@@ -145,6 +146,44 @@ class Initialization:
                 f"model.init.{given[0]} is not used by scheme {self.scheme}: remove it, or choose the scheme that "
                 f"uses it (scale, a_scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric)."
             )
+
+
+@dataclass
+class Training:
+    r"""How the two-layer network's layers are trained (config group ``training``): every value a schedule.
+
+    Each field is a number or a per-step schedule (a segment list, see
+    :mod:`featlearn.schedules`). The parameter groups are the first layer's weights w (and
+    biases b) and the second layer's a; each step is
+
+    .. math::
+
+        \theta_g \leftarrow \theta_g - c\,\eta_g(t)\,\partial_{\theta_g}\Big(\hat L
+        + \sum_h \lambda_h(t) \lVert \theta_h \rVert^2\Big),
+
+    with the loss computed on pre-activations plus N(0, sigma_xi(t)^2) noise. These are the
+    values a grid ensemble may give per point (``model.member_values``).
+
+    Args:
+        lr: eta, the rate of both layers (what an unset ``lr_w`` or ``lr_a`` follows).
+        lr_w: eta_w, the first layer's rate (w and b); null: ``lr``.
+        lr_b: A separate rate for the biases b; null: ``lr_w``.
+        lr_a: eta_a, the second layer's rate; null: ``lr``.
+        weight_decay_w: lambda_w: the loss gains lambda_w ||W||_F^2.
+        weight_decay_b: lambda_b: the loss gains lambda_b ||b||^2.
+        weight_decay_a: lambda_a: the loss gains lambda_a ||a||^2.
+        noise_std: sigma_xi: i.i.d. N(0, sigma_xi^2) added to every pre-activation in the
+            training loss (fresh each step, per sample and neuron).
+    """
+
+    lr: ScheduleSpec | None = None
+    lr_w: ScheduleSpec | None = None
+    lr_b: ScheduleSpec | None = None
+    lr_a: ScheduleSpec | None = None
+    weight_decay_w: ScheduleSpec = 0.0
+    weight_decay_b: ScheduleSpec = 0.0
+    weight_decay_a: ScheduleSpec = 0.0
+    noise_std: ScheduleSpec = 0.0
 
 
 def as_dataclass(value, cls):

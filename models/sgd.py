@@ -220,7 +220,7 @@ class DivergenceGuard:
             bad = min(found.values())
             raise FloatingPointError(
                 f"Training diverged: the loss became NaN or infinite at update step {bad} "
-                f"(in effect then: {describe(bad)}). Lower the learning rate (model.lr / lr_w / lr_a) "
+                f"(in effect then: {describe(bad)}). Lower the learning rate (model.training.lr / lr_w / lr_a) "
                 f"from that step, or shrink the initialisation."
             )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, fields, replace
 from typing import ClassVar
 
 import torch
@@ -14,6 +14,7 @@ from featlearn.batches import SetRows, take_rows
 from featlearn.models.base import ScheduledSGDModule
 from featlearn.models.networks import (
     Initialization,
+    Training,
     TwoLayerArchitecture,
     TwoLayerNetwork,
     as_dataclass,
@@ -55,22 +56,23 @@ def grid_points(member_values: Mapping[str, list] | None, allowed: tuple[str, ..
     return [{name: values[g] for name, values in member_values.items()} for g in range(size)]
 
 
-def _schedules(lr, lr_w, lr_b, lr_a, weight_decay_w, weight_decay_b, weight_decay_a, noise_std) -> dict:
+def _schedules(training: Training) -> dict:
     """The rate and decay schedules of each group (``lr_w``, ..., ``weight_decay_a``) and ``noise_std``.
 
     An unset rate follows ``lr`` (``lr_b`` follows ``lr_w``); a rate that nothing sets is None,
     an error only where its group is trained.
     """
+    lr = training.lr
 
     def rate(spec, name: str) -> Schedule | None:
         spec = lr if spec is None else spec
-        return None if spec is None else as_schedule(spec, f"model.{name}" if spec is not lr else "model.lr")
+        return None if spec is None else as_schedule(spec, f"model.training.{name if spec is not lr else 'lr'}")
 
-    schedules = {"lr_w": rate(lr_w, "lr_w"), "lr_a": rate(lr_a, "lr_a")}
-    schedules["lr_b"] = schedules["lr_w"] if lr_b is None else as_schedule(lr_b, "model.lr_b")
-    for name, spec in (("w", weight_decay_w), ("b", weight_decay_b), ("a", weight_decay_a)):
-        schedules[f"weight_decay_{name}"] = as_schedule(spec, f"model.weight_decay_{name}")
-    schedules["noise_std"] = as_schedule(noise_std, "model.noise_std")
+    schedules = {"lr_w": rate(training.lr_w, "lr_w"), "lr_a": rate(training.lr_a, "lr_a")}
+    lr_b = training.lr_b
+    schedules["lr_b"] = schedules["lr_w"] if lr_b is None else as_schedule(lr_b, "model.training.lr_b")
+    for name in ("weight_decay_w", "weight_decay_b", "weight_decay_a", "noise_std"):
+        schedules[name] = as_schedule(getattr(training, name), f"model.training.{name}")
     return schedules
 
 
@@ -102,18 +104,25 @@ def member_architecture(network, input_dim: int | None) -> tuple[int, TwoLayerAr
     return input_dim, as_dataclass(network, TwoLayerArchitecture)
 
 
+#: ``training``'s default: every rate unset (``lr`` must be given), no decay, no noise. An instance, not
+#: None, so that a config lists the group's fields (and a flat ``lr_w`` is pointed to ``training.lr_w``).
+DEFAULT_TRAINING = Training()
+
+
 class TwoLayerNet(ScheduledSGDModule):
     r"""Trains the two-layer network f(x) = c sum_j a_j sigma(w_j . x + b_j) by scheduled SGD.
 
     A config reads as "this network, initialised so, trained this way": ``network`` (the
     network of one member, a :class:`~featlearn.models.networks.TwoLayerNetwork`: width,
     activation, bias, output scale, with d linked from the data model), ``init``
-    (:class:`~featlearn.models.networks.Initialization`) and the training settings below.
+    (:class:`~featlearn.models.networks.Initialization`) and ``training``
+    (:class:`~featlearn.models.networks.Training`: the rates, decays and noise, each a
+    per-step schedule), with the settings below.
     As every featlearn learner that trains a network (:class:`~featlearn.models.ModuleClassifier`
     too), it is handed the network of one member and trains S independently initialised
     members of it.
 
-    With ``network: {width: p}``, ``lr`` and every other argument at its default this
+    With ``network: {width: p}``, ``training: {lr: eta}`` and every other argument at its default this
     is exactly the model and update of Glasgow (2023), Section 2.2: ReLU, no bias,
     c = 1/p, ``sphere`` initialisation, the logistic loss l = 2 log(1 + e^{-y f}),
     both layers trained, and the mean-field gradient convention
@@ -129,8 +138,9 @@ class TwoLayerNet(ScheduledSGDModule):
     gaussian_symmetric}``, ``loss: hinge``, ``mean_field_gradient: false`` and per-step
     schedules.
 
-    Every hyperparameter marked *schedule* is a number or a per-step schedule (see
-    :mod:`featlearn.schedules`); the values in effect are logged under ``sched/``.
+    Every hyperparameter marked *schedule* (and every field of ``training``) is a number or
+    a per-step schedule (see :mod:`featlearn.schedules`); the values in effect are logged
+    under ``sched/``.
 
     Args:
         input_dim: d, where ``network`` is not a :class:`TwoLayerNetwork` (the command line
@@ -139,15 +149,9 @@ class TwoLayerNet(ScheduledSGDModule):
             d are used; its weights are drawn anew per member from ``init``), or a
             :class:`TwoLayerArchitecture` or mapping of its fields.
         init: The initialisation (an :class:`Initialization` or a mapping of its fields).
-        lr: *schedule*, the learning rate eta of both layers.
-        lr_w: *schedule*, eta_w for the first layer (w and b); defaults to ``lr``.
-        lr_b: *schedule*, a separate rate for the biases b; defaults to ``lr_w``.
-        lr_a: *schedule*, eta_a for the second layer (a); defaults to ``lr``.
-        weight_decay_w: *schedule*, lambda_w: the loss gains lambda_w ||W||_F^2.
-        weight_decay_b: *schedule*, lambda_b: the loss gains lambda_b ||b||^2.
-        weight_decay_a: *schedule*, lambda_a: the loss gains lambda_a ||a||^2.
-        noise_std: *schedule*, sigma_xi: i.i.d. N(0, sigma_xi^2) added to every
-            pre-activation in the training loss (fresh each step, per sample and neuron).
+        training: The rates, decays and pre-activation noise (a :class:`Training` or a
+            mapping of its fields): ``lr`` (both layers), ``lr_w``, ``lr_b``, ``lr_a``,
+            ``weight_decay_w``, ``weight_decay_b``, ``weight_decay_a``, ``noise_std``.
         noise_mode: ``sample`` (draw xi) or ``expectation`` (replace sigma by its
             closed-form smoothing E_xi sigma(z + xi): the noisy loss's deterministic
             counterpart, with no sampling variance).
@@ -172,10 +176,10 @@ class TwoLayerNet(ScheduledSGDModule):
         momentum: *schedule*, SGD momentum mu(t) in [0, 1) (E.4's 0.95); default 0,
             plain SGD. With momentum, a group at rate 0 still gets its gradient (its
             buffer moves), so nothing is skipped or cached.
-        member_values: A grid trained as one ensemble: ``{argument: [v_1, ..., v_G]}`` for
-            any of the *schedule* arguments in :attr:`MEMBER_VALUE_ARGUMENTS` (each value a
-            number or a segment list; every list of the same length G). Point g is the run
-            with those arguments set to their g-th values; it trains on all
+        member_values: A grid trained as one ensemble: ``{field: [v_1, ..., v_G]}`` for
+            any field of ``training`` (:attr:`MEMBER_VALUE_ARGUMENTS`; each value a number or
+            a segment list; every list of the same length G). Point g is the run with those
+            fields set to their g-th values; it trains on all
             ``ensemble_size`` = K seeds, so the learner holds S = G K members, member
             g K + j being point g on seed j (initialised from ``seed + j``, on data stream
             j, with noise stream ``seed + j``). Each member equals the run of its point and
@@ -184,31 +188,17 @@ class TwoLayerNet(ScheduledSGDModule):
             and ``noise_mode: sample``.
     """
 
-    #: The arguments ``member_values`` may give per grid point.
-    MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]] = (
-        "lr",
-        "lr_w",
-        "lr_b",
-        "lr_a",
-        "weight_decay_w",
-        "weight_decay_b",
-        "weight_decay_a",
-        "noise_std",
-    )
+    #: The fields of ``training`` that ``member_values`` may give per grid point: all of them.
+    MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]] = tuple(f.name for f in fields(Training))
+    #: Where they sit under ``model.init_args`` (:class:`~featlearn.contracts.PerMemberValues`).
+    MEMBER_VALUE_GROUP: ClassVar[str] = "training"
 
     def __init__(
         self,
         input_dim: int | None = None,
         network: TwoLayerNetwork | None = None,
         init: Initialization | None = None,
-        lr: ScheduleSpec | None = None,
-        lr_w: ScheduleSpec | None = None,
-        lr_b: ScheduleSpec | None = None,
-        lr_a: ScheduleSpec | None = None,
-        weight_decay_w: ScheduleSpec = 0.0,
-        weight_decay_b: ScheduleSpec = 0.0,
-        weight_decay_a: ScheduleSpec = 0.0,
-        noise_std: ScheduleSpec = 0.0,
+        training: Training | None = DEFAULT_TRAINING,
         noise_mode: str = "sample",
         loss: str = "logistic",
         train_first_layer: bool = True,
@@ -236,8 +226,9 @@ class TwoLayerNet(ScheduledSGDModule):
         self.save_hyperparameters()
         input_dim, network = member_architecture(network, input_dim)
         init = Initialization() if init is None else as_dataclass(init, Initialization)
+        training = Training() if training is None else as_dataclass(training, Training)
         # Plain mappings in the checkpoint: it must load with torch's weights-only unpickler.
-        self.hparams.update(input_dim=input_dim, network=asdict(network), init=asdict(init))
+        self.hparams.update(input_dim=input_dim, network=asdict(network), init=asdict(init), training=asdict(training))
         for name, value in (
             ("train_first_layer", train_first_layer),
             ("train_second_layer", train_second_layer),
@@ -263,18 +254,8 @@ class TwoLayerNet(ScheduledSGDModule):
         # Glasgow's footnote 4: nabla_u L := p dL/du, so every step is scaled by p.
         self.gradient_scale = float(network.width) if mean_field_gradient else 1.0
 
-        shared = dict(
-            lr=lr,
-            lr_w=lr_w,
-            lr_b=lr_b,
-            lr_a=lr_a,
-            weight_decay_w=weight_decay_w,
-            weight_decay_b=weight_decay_b,
-            weight_decay_a=weight_decay_a,
-            noise_std=noise_std,
-        )
         # Each point's schedules, built as a run with its values would build them; then combined per group.
-        per_point = [_schedules(**{**shared, **point}) for point in points]
+        per_point = [_schedules(replace(training, **point)) for point in points]
         parameters = {"w": base.w, "b": base.b, "a": base.a}
         trained = {"w": train_first_layer, "b": train_first_layer and network.bias, "a": train_second_layer}
         groups = {}
@@ -287,20 +268,24 @@ class TwoLayerNet(ScheduledSGDModule):
             rates = [schedules[f"lr_{name}"] for schedules in per_point]
             if None in rates:  # lr_b follows lr_w: a missing one is lr_w's
                 missing = "lr_a" if name == "a" else "lr_w"
-                raise ValueError(f"model.{missing} is missing: set model.lr (both layers) or model.{missing}.")
+                raise ValueError(
+                    f"model.training.{missing} is missing: set model.training.lr (both layers) or "
+                    f"model.training.{missing}."
+                )
             groups[name] = (
                 [param],
-                combine_points(rates, f"model.lr_{name}"),
+                combine_points(rates, f"model.training.lr_{name}"),
                 combine_points(
-                    [schedules[f"weight_decay_{name}"] for schedules in per_point], f"model.weight_decay_{name}"
+                    [schedules[f"weight_decay_{name}"] for schedules in per_point],
+                    f"model.training.weight_decay_{name}",
                 ),
             )
         self.sgd.set_groups(groups)
-        self.noise_std = combine_points([schedules["noise_std"] for schedules in per_point], "model.noise_std")
+        self.noise_std = combine_points([schedules["noise_std"] for schedules in per_point], "model.training.noise_std")
         self.noise_mode = check_choice("model.noise_mode", noise_mode, ("sample", "expectation"))
         if isinstance(self.noise_std, PointSchedules) and noise_mode != "sample":
             raise ValueError(
-                "model.member_values gives noise_std per grid point, which needs model.noise_mode: sample "
+                "model.member_values gives training.noise_std per grid point, which needs model.noise_mode: sample "
                 "(the expectation smooths every member alike)."
             )
         self.preactivation_cache_mb = check_number("model.preactivation_cache_mb", preactivation_cache_mb, 0.0)
@@ -308,28 +293,29 @@ class TwoLayerNet(ScheduledSGDModule):
         #: Held-out sets' pre-activations while the first layer is frozen: see :meth:`frozen_set_preactivations`.
         self._set_z_caches: list[_PreactivationCache] = []
 
-    #: The arguments that move the first layer (w, b), with what an unset one follows: compare's
-    #: ``freeze_first_layer_from`` holds them at 0 (:class:`~featlearn.contracts.FirstLayerArguments`).
+    #: The arguments that move the first layer (w, b), dotted under ``init_args``, with what an unset
+    #: one follows: compare's ``freeze_first_layer_from`` holds them at 0
+    #: (:class:`~featlearn.contracts.FirstLayerArguments`).
     first_layer_arguments: ClassVar[dict[str, str | None]] = {
-        "lr_w": "lr",
-        "lr_b": "lr_w",
-        "weight_decay_w": None,
-        "weight_decay_b": None,
+        "training.lr_w": "training.lr",
+        "training.lr_b": "training.lr_w",
+        "training.weight_decay_w": None,
+        "training.weight_decay_b": None,
     }
 
     @classmethod
     def unset_data_constants(cls, init_args: Mapping) -> dict[str, str]:
-        """Also Shi et al.'s sigma_w, sigma_b, sigma_a (``gaussian_symmetric``) and null ``noise_std`` values."""
+        """Also Shi et al.'s sigma_w, sigma_b, sigma_a (``gaussian_symmetric``) and null ``training.noise_std``."""
         wanted = super().unset_data_constants(init_args)
         init = init_args.get("init") or {}
         if init.get("scheme") == "gaussian_symmetric":  # the scheme these constants belong to
             unset = [name for name in ("sigma_w", "sigma_b", "sigma_a") if init.get(name) is None]
             wanted.update({f"init.{name}": name for name in unset})
-        noise = init_args.get("noise_std")
+        noise = (init_args.get("training") or {}).get("noise_std")
         if isinstance(noise, list):
             for i, segment in enumerate(noise):
                 if isinstance(segment, Mapping) and "value" in segment and segment["value"] is None:
-                    wanted[f"noise_std.{i}.value"] = "sigma_xi"
+                    wanted[f"training.noise_std.{i}.value"] = "sigma_xi"
         return wanted
 
     def wrap_network(self, base: TwoLayerNetwork) -> nn.Module:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 import pytorch_lightning as pl
 import torch
+
+from featlearn.models.networks import Training
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -53,6 +56,8 @@ def fit(tmp_path):
 
 #: Keyword names of a two-layer learner's config groups, as tests write them flat.
 NETWORK_KEYS = {"activation": "activation", "bias": "bias", "output_scale": "output_scale"}
+#: The fields of :class:`~featlearn.models.networks.Training` (rates, decays, noise).
+TRAINING_KEYS = {f.name for f in dataclasses.fields(Training)}
 INIT_KEYS = {"init": "scheme", "init_scale": "scale", "sigma_w": "sigma_w", "sigma_b": "sigma_b", "sigma_a": "sigma_a"}
 
 
@@ -68,7 +73,11 @@ SHI_PROCESS = dict(
 
 
 def grouped(width: int, **kwargs) -> dict:
-    """A two-layer learner's keyword arguments from flat ones: ``network`` and ``init`` groups, the rest as is."""
+    """A two-layer learner's keyword arguments from flat ones: ``network``, ``init`` and ``training`` groups.
+
+    The rest pass as they are.
+    """
     network = {"width": width, **{NETWORK_KEYS[k]: kwargs.pop(k) for k in list(kwargs) if k in NETWORK_KEYS}}
     init = {INIT_KEYS[k]: kwargs.pop(k) for k in list(kwargs) if k in INIT_KEYS}
-    return {"network": network, "init": init or None, **kwargs}
+    training = {k: kwargs.pop(k) for k in list(kwargs) if k in TRAINING_KEYS}
+    return {"network": network, "init": init or None, "training": training or None, **kwargs}

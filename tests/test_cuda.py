@@ -349,7 +349,7 @@ def test_a_tuning_grid_trains_as_one_ensemble_on_the_gpu(tmp_path):
     gpu = ["--trainer.accelerator", "gpu", "--model.init_args.ensemble_size", "2"]
     together = parameters(build_cli(["fit", *SMALL, *gpu, "--model.init_args.member_values", grid]).model)
     for g, (lr_a, noise) in enumerate([(300.0, 0.0), (3000.0, 0.2)]):
-        point = ["--model.init_args.lr_a", str(lr_a), "--model.init_args.noise_std", str(noise)]
+        point = ["--model.init_args.training.lr_a", str(lr_a), "--model.init_args.training.noise_std", str(noise)]
         alone = parameters(build_cli(["fit", *SMALL, *gpu, *point]).model)
         for name, value in alone.items():
             torch.testing.assert_close(together[name][2 * g : 2 * g + 2].cpu(), value.cpu(), rtol=1e-4, atol=1e-5)

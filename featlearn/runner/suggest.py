@@ -163,7 +163,9 @@ def find_misspelling(segments: list[str], config: dict, command: str) -> Misspel
             owner = "Trainer" if walked == ["trainer"] else ".".join(walked)
             continue
         names = tuple(sorted(k for k in node if not k.startswith("_")))
-        near = closest(segment, list(names))
+        # A name that belongs to one of the owner's groups (lr_w under training): the group's path.
+        grouped = [f"{k}.{segment}" for k in names if isinstance(node[k], dict) and segment in node[k]]
+        near = grouped[0] if len(grouped) == 1 else closest(segment, list(names))
         return Misspelling(tuple(walked), owner, segment, near, names, tuple(segments[i + 1 :]))
     return None
 

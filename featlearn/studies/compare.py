@@ -191,16 +191,24 @@ def same_run_digest(config: dict) -> str:
     """A digest of what a trial computes: its config without ``trainer.logger`` (where its curves go).
 
     Two trials with the same digest train the same networks on the same data, so one's
-    result stands for the other's. Schedules under ``model.init_args`` and ``data.init_args``
-    enter in their canonical form (:func:`~featlearn.schedules.canonical_segments`).
+    result stands for the other's. Schedules under ``model.init_args`` and ``data.init_args``,
+    in their groups too (``training``), enter in their canonical form
+    (:func:`~featlearn.schedules.canonical_segments`).
     """
     computed = copy.deepcopy(config)
     (computed.get("trainer") or {}).pop("logger", None)
     for section in ("model", "data"):  # one schedule written two ways (hold_from's cuts) is one run
-        arguments = (computed.get(section) or {}).get("init_args") or {}
-        for key, spec in arguments.items():
-            arguments[key] = canonical_segments(spec, f"{section}.init_args.{key}")
+        _canonical_schedules((computed.get(section) or {}).get("init_args") or {}, f"{section}.init_args")
     return hashlib.sha256(yaml.safe_dump(computed, sort_keys=True).encode()).hexdigest()
+
+
+def _canonical_schedules(arguments: dict, where: str) -> None:
+    """Every schedule of ``arguments`` and of its groups in its canonical form, in place (a grid's values as given)."""
+    for key, spec in arguments.items():
+        if isinstance(spec, dict) and key != "member_values":
+            _canonical_schedules(spec, f"{where}.{key}")
+        else:
+            arguments[key] = canonical_segments(spec, f"{where}.{key}")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

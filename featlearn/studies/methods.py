@@ -19,7 +19,7 @@ from featlearn.config_files import resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.runner.registry import config_class
 from featlearn.schedules import hold_from, is_segment_list, skip_steps
-from featlearn.studies.trials import load_yaml, merge_configs, set_path, tensorboard_logger
+from featlearn.studies.trials import get_path, load_yaml, merge_configs, set_path, tensorboard_logger
 
 #: The default methods file: Table 1 of Shi et al. (2022).
 DEFAULT_METHODS = "compare/shi"
@@ -171,9 +171,10 @@ def reshape_process(config: dict, method: Method) -> None:
 
     Shi et al.'s One Step is their process with the first layer fixed after step 1: step 2
     is skipped (``skip_steps: [2]``: every segment-list schedule under ``model.init_args``
-    and ``data.init_args`` loses it) and the first layer is frozen from the new step 2 on
-    (the arguments the learner class declares as its ``first_layer_arguments`` held at 0:
-    ``lr_w``, ``lr_b``, ``weight_decay_w``, ``weight_decay_b`` for ``TwoLayerNet``), while
+    and ``data.init_args``, at any depth (``training.lr_w``), loses it) and the first layer
+    is frozen from the new step 2 on (the arguments the learner class declares as its
+    ``first_layer_arguments`` held at 0: ``training.lr_w``, ``lr_b``, ``weight_decay_w``,
+    ``weight_decay_b`` for ``TwoLayerNet``), while
     the classifier stage keeps its length (``trainer.max_steps`` drops by the skipped steps).
 
     Raises:
@@ -185,9 +186,7 @@ def reshape_process(config: dict, method: Method) -> None:
     if method.skip_steps:
         data = (config.get("data") or {}).get("init_args") or {}
         for section, args in (("model", model), ("data", data)):
-            for key, spec in list(args.items()):
-                if is_segment_list(spec):
-                    args[key] = skip_steps(spec, method.skip_steps, f"{section}.init_args.{key}")
+            _skip_in(args, method.skip_steps, f"{section}.init_args")
         trainer = config.setdefault("trainer", {})
         max_steps = trainer.get("max_steps")
         if isinstance(max_steps, int) and max_steps > 0:
@@ -196,14 +195,23 @@ def reshape_process(config: dict, method: Method) -> None:
         freeze_first_layer(config, method)
 
 
+def _skip_in(args: dict, steps: list[int], where: str) -> None:
+    """Drop ``steps`` from every segment-list schedule in ``args`` and in its nested groups, in place."""
+    for key, spec in list(args.items()):
+        if is_segment_list(spec):
+            args[key] = skip_steps(spec, steps, f"{where}.{key}")
+        elif isinstance(spec, dict) and key != "member_values":  # a group (training); a grid's values stay whole
+            _skip_in(spec, steps, f"{where}.{key}")
+
+
 def freeze_first_layer(config: dict, method: Method) -> None:
     """Hold the learner's first-layer rates and decays at 0 from ``method.freeze_first_layer_from`` on (in place).
 
     The learner class says which arguments those are and what an unset one follows
     (``first_layer_arguments``): an unset argument that follows another first-layer
     argument stays unset (it follows the held one), one that follows an outside argument
-    (``lr_w`` following ``lr``) is set from it so it can be held, and one that follows
-    nothing is 0 anyway.
+    (``training.lr_w`` following ``training.lr``) is set from it so it can be held, and one
+    that follows nothing is 0 anyway. The arguments are dotted paths under ``model.init_args``.
 
     Raises:
         MethodNotApplicable: The learner declares no first-layer arguments, or the config
@@ -212,17 +220,20 @@ def freeze_first_layer(config: dict, method: Method) -> None:
     model = config["model"]["init_args"]
     learner = config_class(config["model"].get("class_path"))
     declared = learner.first_layer_arguments if isinstance(learner, FirstLayerArguments) else {}
+    given = {key: get_path(model, key) for key in {*declared, *(f for f in declared.values() if f)}}
     for key, follows in declared.items():
-        if key not in model and follows is not None and follows not in declared and follows in model:
-            model[key] = model[follows]
-    held = [key for key in declared if key in model]
+        if given[key] is None and follows is not None and follows not in declared and given[follows] is not None:
+            given[key] = given[follows]
+            set_path(model, key, given[key], f"model.init_args.{key}")
+    held = [key for key in declared if given[key] is not None]
     if not held:
         raise MethodNotApplicable(
             f"Method {method.name!r} freezes the first layer, but {config['model'].get('class_path')} declares no "
             f"first-layer arguments (first_layer_arguments) that model.init_args sets: nothing to hold."
         )
     for key in held:
-        model[key] = hold_from(model[key], method.freeze_first_layer_from, 0.0, f"model.init_args.{key}")
+        where = f"model.init_args.{key}"
+        set_path(model, key, hold_from(given[key], method.freeze_first_layer_from, 0.0, where), where)
 
 
 def _structure_free_overrides(config: dict) -> dict:

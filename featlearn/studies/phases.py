@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from featlearn.studies.trials import get_path
+
 #: The two phases and the whole run to the margin: key -> (what the report calls it, the paper's rate, L(d)).
 PHASES = {
     "signal_finding": ("Signal finding, T_1 (Lemma 4.1)", "log d / eta", lambda d: math.log(d)),
@@ -61,7 +63,7 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
     for method, metrics in results.items():
         config = yaml.safe_load((folder / "methods" / slug(method) / "config.yaml").read_text())
         init_args = config["model"]["init_args"]
-        eta = init_args["lr_w"] if init_args.get("lr_w") is not None else init_args.get("lr")  # null: follows lr
+        eta = get_path(init_args, "training.lr_w", get_path(init_args, "training.lr"))  # null: follows lr
         boundary = metrics.get("boundary_step") or []
         margin = metrics.get("margin_step") or []
         init = init_args.get("init") or {}

@@ -47,7 +47,7 @@ from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
 from featlearn.config_files import resolve_config
-from featlearn.contracts import Learner
+from featlearn.contracts import Learner, PerMemberValues
 from featlearn.runner.registry import config_class
 
 
@@ -162,6 +162,16 @@ def set_path(config: dict, path: str, value, where: str) -> None:
     node[keys[-1]] = value
 
 
+def get_path(config: dict, path: str, default=None):
+    """The value at the dotted ``path`` of ``config`` (``training.lr_w``); ``default`` where missing or null."""
+    node = config
+    for key in str(path).split("."):
+        if not isinstance(node, dict) or node.get(key) is None:
+            return default
+        node = node[key]
+    return node
+
+
 def load_yaml(path: Path, what: str) -> dict:
     """A YAML file holding a mapping; ``what`` names the option in errors."""
     if not path.is_file():
@@ -178,6 +188,60 @@ def tensorboard_logger(save_dir: Path, name: str) -> dict:
         "class_path": "pytorch_lightning.loggers.TensorBoardLogger",
         "init_args": {"save_dir": str(save_dir), "name": name, "version": "", "default_hp_metric": False},
     }
+
+
+def _located(config: dict, keep_logger_dirs: bool) -> bool:
+    """Whether ``config`` says where it writes (a checkpoint, a root folder, or a logger's ``save_dir``)."""
+    trainer = config.get("trainer") or {}
+    loggers = trainer.get("logger")
+    entries = loggers if isinstance(loggers, list) else [loggers]
+    logs_where = not keep_logger_dirs and any(
+        isinstance(e, dict) and "save_dir" in (e.get("init_args") or {}) for e in entries
+    )
+    return "ckpt_path" in config or "default_root_dir" in trainer or logs_where
+
+
+def _without_locations(config: dict, keep_logger_dirs: bool) -> dict:
+    """``config`` without ``ckpt_path``, ``trainer.default_root_dir`` and (unless kept) the loggers' ``save_dir``."""
+    if not _located(config, keep_logger_dirs):
+        return config
+    trainer = config.get("trainer") or {}
+    loggers = trainer.get("logger")
+    entries = loggers if isinstance(loggers, list) else [loggers]
+    config = {key: value for key, value in config.items() if key != "ckpt_path"}
+    trainer = {k: v for k, v in trainer.items() if k != "default_root_dir"}
+    if not keep_logger_dirs and any(isinstance(e, dict) and "save_dir" in (e.get("init_args") or {}) for e in entries):
+        kept = [
+            {**e, "init_args": {k: v for k, v in e["init_args"].items() if k != "save_dir"}}
+            if isinstance(e, dict) and isinstance(e.get("init_args"), dict)
+            else e
+            for e in entries
+        ]
+        trainer["logger"] = kept if isinstance(loggers, list) else kept[0]
+    config["trainer"] = trainer
+    return config
+
+
+def grouped_as_now(config: dict) -> dict:
+    """A full config of an earlier form in the present one: a learner's per-point arguments in their group.
+
+    A learner that keeps its per-grid-point arguments in a group (``TwoLayerNet``'s
+    ``training``, :class:`~featlearn.contracts.PerMemberValues`) took them directly under
+    ``model.init_args`` before November 2026; they move into the group. Anything else is
+    returned as it is.
+    """
+    model = config.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("init_args"), dict):
+        return config
+    learner = config_class(model.get("class_path"))
+    group = learner.MEMBER_VALUE_GROUP if isinstance(learner, PerMemberValues) else ""
+    init_args = model["init_args"]
+    flat = [key for key in learner.MEMBER_VALUE_ARGUMENTS if key in init_args] if group else []
+    if not flat:
+        return config
+    moved = {key: value for key, value in init_args.items() if key not in flat}
+    moved[group] = {**(init_args.get(group) or {}), **{key: init_args[key] for key in flat}}
+    return {**config, "model": {**model, "init_args": moved}}
 
 
 @dataclass
@@ -226,27 +290,23 @@ class Trial:
 
     def _digest(self, keep_logger_dirs: bool) -> str:
         config = self.config
-        trainer = config.get("trainer") or {}
-        loggers = trainer.get("logger")
-        entries = loggers if isinstance(loggers, list) else [loggers]
-        logs_where = not keep_logger_dirs and any(
-            isinstance(e, dict) and "save_dir" in (e.get("init_args") or {}) for e in entries
-        )
-        located = "ckpt_path" in config or "default_root_dir" in trainer or logs_where
-        if not located:
+        if not _located(config, keep_logger_dirs):
             return hashlib.sha256(self.text.encode()).hexdigest()
-        config = {key: value for key, value in config.items() if key != "ckpt_path"}
-        trainer = {k: v for k, v in trainer.items() if k != "default_root_dir"}
-        if logs_where:
-            kept = [
-                {**e, "init_args": {k: v for k, v in e["init_args"].items() if k != "save_dir"}}
-                if isinstance(e, dict) and isinstance(e.get("init_args"), dict)
-                else e
-                for e in entries
-            ]
-            trainer["logger"] = kept if isinstance(loggers, list) else kept[0]
-        config["trainer"] = trainer
+        config = _without_locations(config, keep_logger_dirs)
         return hashlib.sha256(yaml.safe_dump(config, sort_keys=False).encode()).hexdigest()
+
+    def same_as_saved_config(self) -> bool:
+        """Whether the folder's ``config.yaml``, written in an earlier config form, is this config.
+
+        Until November 2026 a two-layer learner's rates, decays and noise sat directly under
+        ``model.init_args`` (``lr_w: ...``); they now form its ``training`` group. The saved
+        config, moved into the present form (:func:`grouped_as_now`), is compared with this
+        one key by key, where they write aside: so a study folder filled before keeps its results.
+        """
+        if not self.config_path.is_file():
+            return False
+        saved = grouped_as_now(yaml.safe_load(self.config_path.read_text()) or {})
+        return _without_locations(saved, keep_logger_dirs=False) == _without_locations(self.config, False)
 
     @property
     def config_path(self) -> Path:  # noqa: D102
@@ -268,7 +328,7 @@ class Trial:
         saved = json.loads(self.result_path.read_text())
         if saved.get("digest") == self.digest:
             return saved
-        if saved.get("digest") == self.legacy_digest:  # saved before save_dir left the digest: the same config
+        if saved.get("digest") == self.legacy_digest or self.same_as_saved_config():  # an earlier form of this config
             saved["digest"] = self.digest
             self.result_path.write_text(json.dumps(saved, indent=1))
             return saved

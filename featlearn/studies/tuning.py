@@ -348,19 +348,21 @@ def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] |
     """How ``method``'s grid maps onto its learner's ``member_values``: argument -> tune key; None where it cannot.
 
     A grid trains as one ensemble (:class:`~featlearn.models.TwoLayerNet`'s ``member_values``)
-    when every path of every tuned key is ``model.init_args.<argument>`` with an argument the
-    learner class gives per grid point (:class:`~featlearn.contracts.PerMemberValues`); the paths a key joins
-    by ``|`` all take its value. Otherwise (a data path, another learner) each point is its
-    own trial.
+    when every path of every tuned key is ``model.init_args.training.<argument>`` (the learner's
+    ``MEMBER_VALUE_GROUP``) with an argument the learner class gives per grid point
+    (:class:`~featlearn.contracts.PerMemberValues`); the paths a key joins by ``|`` all take its
+    value. Otherwise (a data path, another learner) each point is its own trial.
     """
     config = merge_configs(experiment, method.overrides)
     learner = config_class((config.get("model") or {}).get("class_path"))
-    allowed = learner.MEMBER_VALUE_ARGUMENTS if isinstance(learner, PerMemberValues) else ()
+    if not isinstance(learner, PerMemberValues):
+        return None
+    group = ".".join(part for part in ("model.init_args", learner.MEMBER_VALUE_GROUP) if part)
     arguments = {}
     for key in method.tune:
         for path in key.split("|"):
             prefix, _, argument = path.rpartition(".")
-            if prefix != "model.init_args" or argument not in allowed:
+            if prefix != group or argument not in learner.MEMBER_VALUE_ARGUMENTS:
                 return None
             arguments[argument] = key
     return arguments

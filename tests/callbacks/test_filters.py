@@ -69,7 +69,7 @@ def test_the_captured_gradient_is_the_updates_gradient(fit, tmp_path):
 def test_filter_dynamics_needs_convolutions_and_known_layers(tmp_path, fit):
     data = ImageDataModule(source="digits", classes=[0, 1], batch_size=16)
     with pytest.raises(ValueError, match="needs a learner with convolutional filters"):
-        fit(TwoLayerNet(64, network={"width": 4}, lr=0.1), data, 1, callbacks=[FilterDynamics()])
+        fit(TwoLayerNet(64, network={"width": 4}, training=dict(lr=0.1)), data, 1, callbacks=[FilterDynamics()])
     with pytest.raises(ValueError, match="no convolution named 'fc'"):
         _run(fit, tmp_path, FilterDynamics(layers=["fc"]), steps=1)
     for kwargs, name in (

@@ -120,7 +120,7 @@ def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
 
 def test_short_training_run(fit):
     dm = GaussianMixture(d=25, k=4, sigma_r=0.7, batch_size=32, val_size=64, test_size=64)
-    model = TwoLayerNet(input_dim=dm.input_dim, network={"width": 8}, lr=0.1)
+    model = TwoLayerNet(input_dim=dm.input_dim, network={"width": 8}, training=dict(lr=0.1))
     trainer = fit(model, dm, 3)
     assert trainer.global_step == 3
     assert all(torch.isfinite(p).all() for p in model.parameters())

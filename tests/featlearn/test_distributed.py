@@ -34,7 +34,7 @@ CONFIG = {
     },
     "model": {
         "class_path": "TwoLayerNet",
-        "init_args": {"network": {"width": 16}, "init": {"scale": 0.5}, "lr": 0.5, "ensemble_size": 2},
+        "init_args": {"network": {"width": 16}, "init": {"scale": 0.5}, "training": {"lr": 0.5}, "ensemble_size": 2},
     },
 }
 

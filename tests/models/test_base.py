@@ -128,7 +128,7 @@ def test_divergence_check_bounds_the_losses_it_keeps(fit, monkeypatch):
 def test_schedule_shorter_than_run_fails_before_training(fit):
     model = TwoLayerNet(8, **grouped(4, lr=[{"start": 1, "end": 5, "value": 0.1}], seed=0))
     w0 = model.net.w.detach().clone()
-    with pytest.raises(ValueError, match="model.lr covers steps 1..5 but trainer.max_steps is 10"):
+    with pytest.raises(ValueError, match="model.training.lr covers steps 1..5 but trainer.max_steps is 10"):
         fit(model, BooleanXOR(dim=8, batch_size=8), 10)
     assert torch.equal(model.net.w, w0)
 

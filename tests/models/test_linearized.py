@@ -138,7 +138,7 @@ def test_kernel_form_refuses_several_processes(monkeypatch):
     """Its gradients are set by hand, which DDP would not average: a clear error, not diverging ranks."""
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False)
     monkeypatch.setattr(pl.Trainer, "world_size", property(lambda self: 2))
-    model = LinearizedTwoLayerNet(input_dim=4, network={"width": 3}, lr=0.1, form="kernel")
+    model = LinearizedTwoLayerNet(input_dim=4, network={"width": 3}, training=dict(lr=0.1), form="kernel")
     model.trainer = trainer
     with pytest.raises(ValueError, match="form: kernel trains in one process only"):
         model.setup("fit")

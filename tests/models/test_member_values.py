@@ -63,8 +63,8 @@ def test_each_grid_point_equals_the_run_of_its_values_on_the_same_seeds_bit_for_
     overrides = ["--model.class_path", learner] if learner != "TwoLayerNet" else []
     if learner == "LinearizedTwoLayerNet":  # the NTK method: constant rates, no decay or noise
         overrides += [
-            "--model.init_args.weight_decay_w", "0", "--model.init_args.weight_decay_b", "0",
-            "--model.init_args.weight_decay_a", "0", "--model.init_args.noise_std", "0",
+            "--model.init_args.training.weight_decay_w", "0", "--model.init_args.training.weight_decay_b", "0",
+            "--model.init_args.training.weight_decay_a", "0", "--model.init_args.training.noise_std", "0",
         ]  # fmt: skip
     values = "{" + ", ".join(f"{k}: {v!r}" for k, v in grid.items()) + "}"
     together = fit(
@@ -76,7 +76,7 @@ def test_each_grid_point_equals_the_run_of_its_values_on_the_same_seeds_bit_for_
     assert any(isinstance(lr, PointSchedules) for _, lr, _ in model.sgd.groups.values()) or "noise_std" in grid
     grid_params = parameters(model)
     for g in range(points):
-        point = [a for name, v in grid.items() for a in (f"--model.init_args.{name}", repr(v[g]))]
+        point = [a for name, v in grid.items() for a in (f"--model.init_args.training.{name}", repr(v[g]))]
         alone = fit([*overrides, *point, "--model.init_args.ensemble_size", str(seeds)])
         for name, value in parameters(alone.model).items():
             assert torch.equal(grid_params[name][g * seeds : (g + 1) * seeds], value), (name, g)
@@ -101,13 +101,15 @@ def test_a_diverging_member_is_recorded_and_the_others_train_on():
 )
 def test_bad_member_values_name_the_setting(values, match):
     with pytest.raises(ValueError, match=match):
-        TwoLayerNet(input_dim=4, network={"width": 4}, lr=0.1, member_values=values)
+        TwoLayerNet(input_dim=4, network={"width": 4}, training=dict(lr=0.1), member_values=values)
 
 
 def test_per_point_rates_refuse_momentum_and_the_kernel_form():
     with pytest.raises(ValueError, match="need plain SGD"):
-        TwoLayerNet(input_dim=4, network={"width": 4}, lr=0.1, momentum=0.9, member_values={"lr_a": [1.0, 2.0]})
+        TwoLayerNet(
+            input_dim=4, network={"width": 4}, training=dict(lr=0.1), momentum=0.9, member_values={"lr_a": [1.0, 2.0]}
+        )
     with pytest.raises(ValueError, match="form: kernel"):
         LinearizedTwoLayerNet(
-            input_dim=4, network={"width": 4}, lr=0.1, form="kernel", member_values={"lr_a": [1.0, 2.0]}
+            input_dim=4, network={"width": 4}, training=dict(lr=0.1), form="kernel", member_values={"lr_a": [1.0, 2.0]}
         )

@@ -136,8 +136,8 @@ def test_same_seed_same_weights(fit):
     "kwargs,match",
     [
         (dict(width=0, lr=0.1), "model.network.width"),
-        (dict(width=4), "model.lr_w is missing"),
-        (dict(width=4, lr=-0.1), "model.lr"),
+        (dict(width=4), "model.training.lr_w is missing"),
+        (dict(width=4, lr=-0.1), "model.training.lr"),
         (dict(width=4, lr=0.1, activation="tanh"), "model.network.activation"),
         (dict(width=4, lr=0.1, loss="mse"), "model.loss"),
         (dict(width=4, lr=0.1, init="xavier"), "model.init.scheme"),
@@ -149,7 +149,7 @@ def test_same_seed_same_weights(fit):
         (dict(width=4, lr=0.1, seed=-1), "model.seed"),
         (dict(width=4, lr=0.1, train_first_layer=False, train_second_layer=False), "nothing would train"),
         (dict(width=4, lr=[{"start": 1, "end": 2, "value": 0.1}, {"start": 4, "value": 0.1}]), "gap"),
-        (dict(width=4, lr=0.1, noise_std=-1.0), "model.noise_std"),
+        (dict(width=4, lr=0.1, noise_std=-1.0), "model.training.noise_std"),
     ],
 )
 def test_bad_model_arguments_name_the_parameter(kwargs, match):
@@ -186,7 +186,7 @@ def test_bias_rate_can_differ_from_the_first_layer_rate(fit):
     fit(again, BooleanXOR(dim=8, batch_size=32), 3)
     assert torch.equal(again.net.b, b1) and not torch.equal(again.net.w, w1)
     assert again.scheduled_values(2)["lr_b"] == 0.0 and again.scheduled_values(2)["lr_w"] == 0.3
-    with pytest.raises(ValueError, match="model.lr_b"):
+    with pytest.raises(ValueError, match="model.training.lr_b"):
         TwoLayerNet(8, **grouped(6, lr=0.3, lr_b=-1.0, bias=True))
 
 
@@ -196,7 +196,7 @@ def test_a_learner_built_from_the_dataclasses_resumes_and_loads_from_its_checkpo
 
     def make():
         return TwoLayerNet(
-            8, network=TwoLayerArchitecture(6, bias=True), init=Initialization(scale=0.5), lr=0.3, seed=1
+            8, network=TwoLayerArchitecture(6, bias=True), init=Initialization(scale=0.5), training=dict(lr=0.3), seed=1
         )
 
     first = make()
@@ -427,10 +427,17 @@ def test_the_learner_is_handed_one_members_network_and_trains_s_members_of_it():
     from featlearn.models import TwoLayerNetwork
 
     handed = TwoLayerNet(
-        network=TwoLayerNetwork(6, 8, activation="truncated_relu", bias=True), lr=0.1, ensemble_size=3, seed=2
+        network=TwoLayerNetwork(6, 8, activation="truncated_relu", bias=True),
+        training=dict(lr=0.1),
+        ensemble_size=3,
+        seed=2,
     )
     spelled = TwoLayerNet(
-        6, network={"width": 8, "activation": "truncated_relu", "bias": True}, lr=0.1, ensemble_size=3, seed=2
+        6,
+        network={"width": 8, "activation": "truncated_relu", "bias": True},
+        training=dict(lr=0.1),
+        ensemble_size=3,
+        seed=2,
     )
     for p, q in zip(handed.net.parameters(), spelled.net.parameters(), strict=True):
         assert torch.equal(p, q)
@@ -457,4 +464,4 @@ def test_a_handed_network_that_disagrees_with_the_learner_is_refused(kwargs, mat
     members = kwargs.pop("network_members", 1)
     network = kwargs.pop("network", TwoLayerNetwork(6, 4, ensemble_size=members))
     with pytest.raises(ValueError, match=match):
-        TwoLayerNet(network=network, lr=0.1, **kwargs)
+        TwoLayerNet(network=network, training=dict(lr=0.1), **kwargs)

@@ -230,7 +230,7 @@ IDENTITY = {"dim": 8, "pair": [0, 1], "seed": 0, "batch_size": 16, "test_size": 
 
 def write_checkpoint(path: Path, class_path=MODEL, data="BooleanXOR", identity=IDENTITY, **hparams) -> Path:
     """A checkpoint in Lightning's layout: LightningCLI's hyperparameters, the data model's state under its name."""
-    hyper = {"_class_path": class_path, "_instantiator": "x", "input_dim": 8, "lr": 0.16}
+    hyper = {"_class_path": class_path, "_instantiator": "x", "input_dim": 8, "training": {"lr": 0.16}}
     hyper.update({"network": {"width": 4, "activation": "relu"}}, **hparams)
     checkpoint = {"global_step": 3, "hyper_parameters": hyper, "state_dict": {}}
     if data is not None:
@@ -240,7 +240,12 @@ def write_checkpoint(path: Path, class_path=MODEL, data="BooleanXOR", identity=I
 
 
 def run_config(ckpt_path, model=MODEL, data=DATA, model_args=None, data_args=None) -> Namespace:
-    model_args = {"input_dim": 8, "lr": 0.16, "network": {"width": 4, "activation": "relu"}, **(model_args or {})}
+    model_args = {
+        "input_dim": 8,
+        "training": {"lr": 0.16},
+        "network": {"width": 4, "activation": "relu"},
+        **(model_args or {}),
+    }
     return Namespace(
         ckpt_path=str(ckpt_path),
         model=Namespace(class_path=model, init_args=Namespace(**model_args)),
@@ -252,7 +257,7 @@ def test_the_same_run_resumes_and_free_or_unset_settings_may_change(tmp_path):
     path = write_checkpoint(tmp_path / "a.ckpt")
     check_resume(run_config(path), object, ())
     check_resume(run_config(path, data_args={"test_size": 512}), object, ("test_size",))  # resume-free
-    check_resume(run_config(path, model_args={"lr": None}), object, ())  # not given: the checkpoint's
+    check_resume(run_config(path, model_args={"training": {"lr": None}}), object, ())  # not given: the checkpoint's
     check_resume(run_config(path, model_args={"momentum": 0.9}), object, ())  # not stored: nothing to compare
     check_resume(run_config(path, data_args={"seed": 5}), None, ())  # not a featlearn data model: no identity check
 
@@ -260,15 +265,15 @@ def test_the_same_run_resumes_and_free_or_unset_settings_may_change(tmp_path):
 @pytest.mark.parametrize(
     ("model_args", "data_args", "free", "named"),
     [
-        ({"lr": 0.05}, {}, (), ["model.init_args.lr = 0.16 there, 0.05 here"]),
+        ({"training": {"lr": 0.05}}, {}, (), ["model.init_args.training.lr = 0.16 there, 0.05 here"]),
         ({"network": {"width": 6, "activation": "relu"}}, {}, (), ["model.init_args.network.width = 4 there, 6 here"]),
         ({}, {"seed": 4}, (), ["data.init_args.seed = 0 there, 4 here"]),
         ({}, {"pair": (0, 2)}, (), ["data.init_args.pair = [0, 1] there, [0, 2] here"]),  # a tuple as the ckpt keeps it
         (
-            {"lr": 0.2},
+            {"training": {"lr": 0.2}},
             {"seed": 1, "test_size": 9},
             ("test_size",),
-            ["data.init_args.seed = 0 there, 1 here", "model.init_args.lr = 0.16 there, 0.2 here"],
+            ["data.init_args.seed = 0 there, 1 here", "model.init_args.training.lr = 0.16 there, 0.2 here"],
         ),
     ],
 )

@@ -22,7 +22,11 @@ def shi(*extra):
 
 #: (name, arguments, text the message must contain). Files the cases need are written by `prepare`.
 CASES = [
-    ("negative rate", glasgow("--model.init_args.lr", "-0.1"), "model.lr: value must be >= 0, got -0.1"),
+    (
+        "negative rate",
+        glasgow("--model.init_args.training.lr", "-0.1"),
+        "model.training.lr: value must be >= 0, got -0.1",
+    ),
     (
         "yaml error in a second config",
         glasgow("--config", "{bad_yaml}"),
@@ -41,8 +45,8 @@ CASES = [
     ("a checkpoint of another experiment", shi("--ckpt_path", "{glasgow_ckpt}"), "comes from another experiment"),
     (
         "a setting changed at resume",
-        glasgow("--ckpt_path", "{glasgow_ckpt}", "--model.init_args.lr", "0.05"),
-        "model.init_args.lr = 0.16 there, 0.05 here",
+        glasgow("--ckpt_path", "{glasgow_ckpt}", "--model.init_args.training.lr", "0.05"),
+        "model.init_args.training.lr = 0.16 there, 0.05 here",
     ),
     (
         "data seed changed at resume",
@@ -50,7 +54,16 @@ CASES = [
         "data.init_args.seed = 0 there, 4 here",
     ),
     ("an abbreviated argument", glasgow("--trainer.max_step", "5"), "did you mean --trainer.max_steps?"),
-    ("misspelt learner argument", glasgow("--model.init_args.lrr", "0.1"), "did you mean --model.init_args.lr?"),
+    (
+        "misspelt learner argument",
+        glasgow("--model.init_args.training.lrr", "0.1"),
+        "did you mean --model.init_args.training.lr?",
+    ),
+    (
+        "a rate given where it sat before the training group",
+        glasgow("--model.init_args.lr_w", "0.1"),
+        "did you mean --model.init_args.training.lr_w?",
+    ),
     ("misspelt data argument", glasgow("--data.init_args.dimm", "3"), "did you mean --data.init_args.dim?"),
     (
         "misspelt network argument",
@@ -92,11 +105,11 @@ CASES = [
     ("k > D", shi("--data.init_args.k", "200"), "data.k must be <= data.D"),
     ("batch size 0", glasgow("--data.init_args.batch_size", "0"), "data.batch_size"),
     ("negative training set", shi("--data.init_args.train_size", "-5"), "data.train_size"),
-    ("schedule with a gap", glasgow("--model.init_args.lr", GAP), "model.lr"),
+    ("schedule with a gap", glasgow("--model.init_args.training.lr", GAP), "model.training.lr"),
     (
         "schedule shorter than the run",
-        glasgow("--model.init_args.lr", "[{start: 1, end: 2, value: 0.1}]"),
-        "model.lr covers steps 1..2 but trainer.max_steps is 4",
+        glasgow("--model.init_args.training.lr", "[{start: 1, end: 2, value: 0.1}]"),
+        "model.training.lr covers steps 1..2 but trainer.max_steps is 4",
     ),
     ("ensemble size 0", glasgow("--model.init_args.ensemble_size", "0"), "model.ensemble_size"),
     ("momentum 1.5", glasgow("--model.init_args.momentum", "1.5"), "model.momentum must lie in [0, 1)"),
@@ -162,10 +175,13 @@ def test_a_bad_input_gets_one_clean_message_naming_it(files, tmp_path, capsys, n
 
 def test_the_console_script_prints_the_message_alone_and_the_traceback_on_request(tmp_path):
     script = Path(sys.executable).parent / "featlearn"
-    args = [str(script), *glasgow("--model.init_args.lr", "-0.1", "--trainer.logger.init_args.save_dir", str(tmp_path))]
+    args = [
+        str(script),
+        *glasgow("--model.init_args.training.lr", "-0.1", "--trainer.logger.init_args.save_dir", str(tmp_path)),
+    ]
     quiet = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
     assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
-    assert "featlearn: error: model.lr: value must be >= 0, got -0.1." in quiet.stderr
+    assert "featlearn: error: model.training.lr: value must be >= 0, got -0.1." in quiet.stderr
     loud = subprocess.run(
         args, capture_output=True, text=True, cwd=tmp_path, env={"FEATLEARN_TRACEBACK": "1", "PATH": "/usr/bin:/bin"}
     )

@@ -173,9 +173,14 @@ def test_null_constant_without_a_provider_is_refused(tmp_path):
 
 
 def test_a_noise_segment_without_a_value_is_refused_not_derived():
-    with pytest.raises(ValueError, match=r"model.noise_std\[0\] has no `value`"):
+    with pytest.raises(ValueError, match=r"model.training.noise_std\[0\] has no `value`"):
         build_cli(
-            ["--config", "shi_parity", "--model.init_args.noise_std", "[{start: 1, end: 2}, {start: 3, value: 0}]"],
+            [
+                "--config",
+                "shi_parity",
+                "--model.init_args.training.noise_std",
+                "[{start: 1, end: 2}, {start: 3, value: 0}]",
+            ],
             run=False,
         )
 
@@ -374,7 +379,7 @@ def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch
         "TwoLayerNet",
         "--model.init_args.network.width",
         "8",
-        "--model.init_args.lr",
+        "--model.init_args.training.lr",
         "0.5",
     )
     assert type(cli.datamodule).__name__ == "Majority" and cli.model.net.input_dim == 6
@@ -386,11 +391,14 @@ def test_user_data_model_outside_the_package_by_class_path(tmp_path, monkeypatch
         (["--data.init_args.dim", "1"], "data.dim"),
         (["--data.init_args.pair", "[0, 600]"], "data.pair"),
         (["--model.init_args.network.width", "0"], "model.network.width"),
-        (["--model.init_args.lr", "-0.5"], "model.lr"),
+        (["--model.init_args.training.lr", "-0.5"], "model.training.lr"),
         (["--model.init_args.network.activation", "tanh"], "model.network.activation"),
         (["--model.init_args.ensemble_size", "2", "--data.init_args.ensemble_size", "3"], "ensemble size"),
         (["--data.init_args.updates_per_batch", "0"], "data.updates_per_batch"),
-        (["--model.init_args.lr", "[{start: 1, end: 2, value: 0.1}, {start: 4, value: 0.1}]"], "gap before step 3"),
+        (
+            ["--model.init_args.training.lr", "[{start: 1, end: 2, value: 0.1}, {start: 4, value: 0.1}]"],
+            "gap before step 3",
+        ),
     ],
 )
 def test_bad_configs_fail_before_training_naming_the_parameter(tmp_path, override, match):

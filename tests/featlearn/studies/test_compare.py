@@ -43,7 +43,7 @@ TINY = {
         "init_args": {
             "network": {"width": 12, "activation": "truncated_relu", "bias": True, "output_scale": "standard"},
             "init": {"scheme": "gaussian_symmetric", "sigma_w": 0.3, "sigma_b": 0.1, "sigma_a": 1.0},
-            "lr": 0.2,
+            "training": {"lr": 0.2},
             "mean_field_gradient": False,
             "loss": "hinge",
         },
@@ -98,8 +98,16 @@ def test_default_methods_are_table_1s_then_the_baselines_without_structure():
         ("methods: {A: {without_structure: 1}}", None, "true or false"),
         ("methods: {'A b': {}, 'a-B': {}}", None, "differ"),
         ("methods: {A: {}}", ["B"], "not in"),
-        ("methods: {A: {tune: {model.init_args.lr: []}}}", None, "tune must map dotted config paths to non-empty"),
-        ("methods: {A: {tune: {model.init_args.lr: 0.1}}}", None, "tune must map dotted config paths to non-empty"),
+        (
+            "methods: {A: {tune: {model.init_args.training.lr: []}}}",
+            None,
+            "tune must map dotted config paths to non-empty",
+        ),
+        (
+            "methods: {A: {tune: {model.init_args.training.lr: 0.1}}}",
+            None,
+            "tune must map dotted config paths to non-empty",
+        ),
         ("methods: {A: {skip_steps: 2}}", None, "skip_steps must be a list of steps >= 1"),
         ("methods: {A: {skip_steps: [0]}}", None, "skip_steps must be a list of steps >= 1"),
         ("methods: {A: {freeze_first_layer_from: 0}}", None, "freeze_first_layer_from must be a step >= 1"),
@@ -185,18 +193,21 @@ def test_one_and_two_step_keep_the_first_layer_of_the_processs_first_steps(compa
 def test_reshaping_holds_the_first_layer_arguments_the_learner_declares():
     method = Method("Frozen", freeze_first_layer_from=2)
     with pytest.raises(methods_module.MethodNotApplicable, match="TwoLayerNet declares no first-layer arguments.*sets"):
-        methods_module.reshape_process({"model": {"class_path": "TwoLayerNet", "init_args": {"lr_a": 0.1}}}, method)
+        methods_module.reshape_process(
+            {"model": {"class_path": "TwoLayerNet", "init_args": {"training": {"lr_a": 0.1}}}}, method
+        )
     with pytest.raises(methods_module.MethodNotApplicable, match="ModuleClassifier declares no first-layer"):
         methods_module.reshape_process({"model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}}, method)
     config = {
-        "model": {"class_path": "featlearn.models.TwoLayerNet", "init_args": {"lr": 0.1, "lr_a": 0.5}},
+        "model": {"class_path": "featlearn.models.TwoLayerNet", "init_args": {"training": {"lr": 0.1, "lr_a": 0.5}}},
         "trainer": {"max_steps": 10},
     }
     methods_module.reshape_process(config, Method("One", skip_steps=(2,), freeze_first_layer_from=2))
     held = [{"start": 1, "end": 1, "value": 0.1}, {"start": 2, "value": 0.0}]
-    assert config["model"]["init_args"]["lr_w"] == held  # lr_w followed lr: set from it, then held
-    assert "lr_b" not in config["model"]["init_args"]  # lr_b follows the held lr_w
-    assert config["model"]["init_args"]["lr_a"] == 0.5 and config["trainer"]["max_steps"] == 9
+    training = config["model"]["init_args"]["training"]
+    assert training["lr_w"] == held  # lr_w followed lr: set from it, then held
+    assert "lr_b" not in training  # lr_b follows the held lr_w
+    assert training["lr_a"] == 0.5 and config["trainer"]["max_steps"] == 9
 
 
 def test_methods_start_from_the_same_weights(comparison):
@@ -356,7 +367,7 @@ def test_gaussian_mixture_table_reports_the_centres_found(tmp_path):
 def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_path, capsys):
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
-    grid = {"model.init_args.lr_w|model.init_args.lr_b|model.init_args.lr_a": [1.0e-6, 0.5]}
+    grid = {"model.init_args.training.lr_w|model.init_args.training.lr_b|model.init_args.training.lr_a": [1.0e-6, 0.5]}
     methods.write_text(
         yaml.safe_dump({"methods": {"NTK": {"model": {"class_path": "LinearizedTwoLayerNet"}, "tune": grid}}})
     )
@@ -371,7 +382,8 @@ def test_methods_are_tuned_on_the_validation_set_and_the_choice_is_reported(tmp_
     assert [int(r["chosen"]) for r in rows] == [int(i == chosen) for i in range(len(rows))]
     value = grid[next(iter(grid))][chosen]
     final = yaml.safe_load((out / "methods" / "ntk" / "config.yaml").read_text())["model"]["init_args"]
-    assert final["lr_w"] == final["lr_b"] == final["lr_a"] == value  # one key moves the three rates
+    rates = final["training"]
+    assert rates["lr_w"] == rates["lr_b"] == rates["lr_a"] == value  # one key moves the three rates
     assert [r[1] for r in read_csv(out / "table.csv") if r[0] == "NTK"][-1] == f"tuned:{next(iter(grid))}"
     assert f"tuned on the validation set: {next(iter(grid))} = {value!r}" in (out / "table.md").read_text()
     capsys.readouterr()
@@ -385,7 +397,7 @@ def test_a_grid_tuned_as_one_ensemble_gives_each_point_the_accuracies_of_its_own
     """Grid points side by side in one ensemble (member_values) against one fit per point: the same numbers."""
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
-    grid = {"model.init_args.lr_a": [0.1, 1.0, 3.0e38]}  # the last point diverges
+    grid = {"model.init_args.training.lr_a": [0.1, 1.0, 3.0e38]}  # the last point diverges
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
@@ -405,7 +417,7 @@ def test_tuning_on_the_first_seeds_runs_only_the_chosen_point_on_all_of_them(tmp
     """--tune-seeds K: every grid point on seeds 0..K-1 (their own folders), the chosen one on every seed."""
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
-    grid = {"model.init_args.lr_a": [1.0e-6, 0.5]}
+    grid = {"model.init_args.training.lr_a": [1.0e-6, 0.5]}
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
@@ -419,8 +431,8 @@ def test_tuning_on_the_first_seeds_runs_only_the_chosen_point_on_all_of_them(tmp
     final = yaml.safe_load((out / "methods" / "rf" / "config.yaml").read_text())["model"]["init_args"]
     assert final["ensemble_size"] == 3 and len(results["RF"]["test_acc"]) == 3
     rows = list(csv.DictReader(open(out / "tuning_2_seeds.csv")))
-    chosen = grid["model.init_args.lr_a"][[int(r["chosen"]) for r in rows].index(1)]
-    assert final["lr_a"] == chosen
+    chosen = grid["model.init_args.training.lr_a"][[int(r["chosen"]) for r in rows].index(1)]
+    assert final["training"]["lr_a"] == chosen
     # The chosen point's first two seeds are the tuning fit's runs: member s is seed + s at any ensemble size.
     tuned_fit = json.loads((out / "tuning_2_seeds" / "rf" / repr(chosen) / "result.json").read_text())["metrics"]
     assert results["RF"]["val_acc"][:2] == pytest.approx(tuned_fit["val_acc"], abs=1e-9)
@@ -440,14 +452,14 @@ def test_tuning_needs_a_validation_set(tmp_path):
 def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}}))
     methods = tmp_path / "methods.yaml"
-    grid = {"model.init_args.lr_a": [1000.0, 0.1]}
+    grid = {"model.init_args.training.lr_a": [1000.0, 0.1]}
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
     real_run = trials_module.measure_run
 
     def diverging(path, build):  # the larger rate "diverges", as training would raise it
-        if yaml.safe_load(path.read_text())["model"]["init_args"]["lr_a"] == 1000.0:
+        if yaml.safe_load(path.read_text())["model"]["init_args"]["training"]["lr_a"] == 1000.0:
             raise FloatingPointError("Training diverged: the loss became NaN or infinite at update step 2")
         return real_run(path, build)
 
@@ -461,7 +473,7 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
     assert [(r["note"], r["chosen"]) for r in rows] == [("diverged", "0"), ("", "1")]
     assert sorted(p.name for p in (out / "tuning" / "rf").iterdir()) == ["0.1", "1000.0"]  # a fit per value
     assert "diverged" in json.loads((out / "tuning" / "rf" / "1000.0" / "result.json").read_text())["metrics"]
-    grid["model.init_args.lr_a"] = [1000.0]
+    grid["model.init_args.training.lr_a"] = [1000.0]
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
@@ -473,11 +485,11 @@ def test_a_diverging_grid_point_is_dropped_not_fatal(tmp_path, monkeypatch):
 
 
 def test_a_choice_at_the_end_of_a_grid_is_flagged():
-    grid = {"model.init_args.lr": [1e-5, 1e-4, 1e-3], "model.init_args.loss": ["hinge", "logistic", "x"]}
-    assert tuning_module.grid_edges(grid, {"model.init_args.lr": 1e-5, "model.init_args.loss": "x"}) == [
-        "model.init_args.lr"
+    grid = {"model.init_args.training.lr": [1e-5, 1e-4, 1e-3], "model.init_args.loss": ["hinge", "logistic", "x"]}
+    assert tuning_module.grid_edges(grid, {"model.init_args.training.lr": 1e-5, "model.init_args.loss": "x"}) == [
+        "model.init_args.training.lr"
     ]
-    assert tuning_module.grid_edges(grid, {"model.init_args.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
+    assert tuning_module.grid_edges(grid, {"model.init_args.training.lr": 1e-4, "model.init_args.loss": "hinge"}) == []
     assert tuning_module.grid_edges({"a": [1.0, 2.0]}, {"a": 2.0}) == []  # two points have no inside
 
 
@@ -514,9 +526,11 @@ def test_a_network_of_any_kind_gets_its_ntk_column_from_the_lazy_methods_file(tm
 def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equals_its_trial(tmp_path, capsys):
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 300}}}))
     methods = tmp_path / "methods.yaml"
-    rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 1.0]}}
+    rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.training.lr_a": [0.1, 1.0]}}
     # Network's constant rate written as two segments (as hold_from cuts a held schedule): the same run
-    again = {"model": {"init_args": {"lr": [{"start": 1, "end": 2, "value": 0.2}, {"start": 3, "value": 0.2}]}}}
+    again = {
+        "model": {"init_args": {"training": {"lr": [{"start": 1, "end": 2, "value": 0.2}, {"start": 3, "value": 0.2}]}}}
+    }
     methods.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf, "Again": again}}, sort_keys=False))
     out = tmp_path / "o"
     args = ["--config", str(config), "--methods", str(methods), "--seeds", "2", "--out", str(out)]
@@ -549,17 +563,20 @@ def test_tuning_trials_skip_the_diagnostics_and_the_chosen_point_s_final_run_equ
 
 def test_a_methods_file_may_start_from_another_and_edit_or_add_methods(tmp_path):
     base = tmp_path / "base.yaml"
-    rf = {"model": {"init_args": {"train_first_layer": False, "lr_a": 10.0}}, "tune": {"model.init_args.lr_a": [1.0]}}
+    rf = {
+        "model": {"init_args": {"train_first_layer": False, "training": {"lr_a": 10.0}}},
+        "tune": {"model.init_args.training.lr_a": [1.0]},
+    }
     base.write_text(yaml.safe_dump({"methods": {"Network": {}, "RF": rf}}, sort_keys=False))
     edited = tmp_path / "edited.yaml"
     edited.write_text(yaml.safe_dump({"base": str(base), "methods": {
-        "RF": {"tune": {"model.init_args.lr_a": [100.0]}}, "Extra": {"trainer": {"max_steps": 1}},
+        "RF": {"tune": {"model.init_args.training.lr_a": [100.0]}}, "Extra": {"trainer": {"max_steps": 1}},
     }}, sort_keys=False))  # fmt: skip
     methods = load_methods(edited)
     assert [m.name for m in methods] == ["Network", "RF", "Extra"]  # the base's order, then the new ones
     rf = methods[1]
-    assert rf.tune == {"model.init_args.lr_a": [100.0]}  # a grid is replaced, not merged
-    assert rf.overrides == {"model": {"init_args": {"train_first_layer": False, "lr_a": 10.0}}}  # the rest inherited
+    assert rf.tune == {"model.init_args.training.lr_a": [100.0]}  # a grid is replaced, not merged
+    assert rf.overrides == {"model": {"init_args": {"train_first_layer": False, "training": {"lr_a": 10.0}}}}
 
 
 def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path, monkeypatch):
@@ -570,7 +587,7 @@ def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path
         tmp_path, merge_configs(TINY, {"trainer": {"max_steps": 9}, "data": {"init_args": {"val_size": 300}}})
     )
     methods = tmp_path / "methods.yaml"
-    grid = {"model.init_args.lr_a": [1.0e-6, 0.5, 3.0e38, 0.1]}  # the third point diverges
+    grid = {"model.init_args.training.lr_a": [1.0e-6, 0.5, 3.0e38, 0.1]}  # the third point diverges
     methods.write_text(
         yaml.safe_dump({"methods": {"RF": {"model": {"init_args": {"train_first_layer": False}}, "tune": grid}}})
     )
@@ -593,7 +610,7 @@ def test_successive_halving_resumes_survivors_to_the_full_grids_numbers(tmp_path
         assert row["note"] in ("", "diverged", "dropped by successive halving")
         assert (row["note"] == "") == (int(row["steps"]) == 9)
     final = yaml.safe_load((halved / "methods" / "rf" / "config.yaml").read_text())["model"]["init_args"]
-    assert final["lr_a"] == chosen
+    assert final["training"]["lr_a"] == chosen
     point = halved / "tuning_halving_2" / "rf" / repr(chosen)
     assert sorted(p.name for p in point.iterdir()) == ["steps_3", "steps_5", "steps_9"]
     # Resumed from its rung at step 5; once the search ends no checkpoint is kept (the last rung saves none).
@@ -638,7 +655,10 @@ def test_halving_only_halves_the_named_grids_and_trains_the_others_to_the_end(tm
     config = write_config(
         tmp_path, merge_configs(TINY, {"trainer": {"max_steps": 6}, "data": {"init_args": {"val_size": 300}}})
     )
-    rf = {"model": {"init_args": {"train_first_layer": False}}, "tune": {"model.init_args.lr_a": [0.1, 0.5, 1.0]}}
+    rf = {
+        "model": {"init_args": {"train_first_layer": False}},
+        "tune": {"model.init_args.training.lr_a": [0.1, 0.5, 1.0]},
+    }
     methods = tmp_path / "methods.yaml"
     methods.write_text(yaml.safe_dump({"methods": {"RF": rf, "RF again": rf}}))
     options = tuning_module.CompareOptions(seeds=2, halving=3, halving_only=("RF",))

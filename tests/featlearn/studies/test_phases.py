@@ -28,8 +28,10 @@ def write_method(folder, name, dim, steps, init_args):
 
 # ---------------------------------------------------------------------- phase_settings
 def test_phase_settings_reads_d_eta_theta_and_each_seeds_lengths_from_the_method_folders(tmp_path):
-    write_method(tmp_path, "d=16, eta=theta", 16, 60, {"lr": 0.36, "init": {"scale": 0.36}})
-    write_method(tmp_path, "d=32, w", 32, 90, {"lr": 0.5, "lr_w": 0.25})  # no init scale: theta = 1 / log d
+    write_method(tmp_path, "d=16, eta=theta", 16, 60, {"training": {"lr": 0.36}, "init": {"scale": 0.36}})
+    write_method(
+        tmp_path, "d=32, w", 32, 90, {"training": {"lr": 0.5, "lr_w": 0.25}}
+    )  # no init scale: theta = 1 / log d
     results = {
         "d=16, eta=theta": {"boundary_step": [10, None, 12], "margin_step": [30, 40, None]},
         "d=32, w": {"boundary_step": [7, 8], "margin_step": [20, 21]},
@@ -62,7 +64,7 @@ def test_phase_settings_reads_d_eta_theta_and_each_seeds_lengths_from_the_method
 
 
 def test_an_explicit_null_first_layer_rate_means_lr(tmp_path):
-    write_method(tmp_path, "m", 16, 60, {"lr": 0.3, "lr_w": None})
+    write_method(tmp_path, "m", 16, 60, {"training": {"lr": 0.3, "lr_w": None}})
     rows = phase_settings(tmp_path, {"m": {"boundary_step": [1], "margin_step": [2]}}, slug)
     assert rows[0]["eta"] == 0.3
 

@@ -76,10 +76,10 @@ def test_every_phase_setting_follows_theorem_3_1_s_recipe():
         assert theta == pytest.approx(1 / math.log(d), abs=1e-4), method.name
         assert data["batch_size"] >= d / theta and data["batch_size"] < 2 * d / theta  # the power of 2 above d/theta
         factor = {"theta/2": 0.5, "theta": 1.0, "2 theta": 2.0}[method.name.split("eta=")[1]]
-        assert model["lr"] == pytest.approx(factor * theta, abs=1e-4), method.name
+        assert model["training"]["lr"] == pytest.approx(factor * theta, abs=1e-4), method.name
         assert method.name.startswith(f"d={d}, ")
         steps = method.overrides["trainer"]["max_steps"]
-        assert steps >= (3 * math.log(d) + 8 * math.log(math.log(d))) / model["lr"] - 1
+        assert steps >= (3 * math.log(d) + 8 * math.log(math.log(d))) / model["training"]["lr"] - 1
 
 
 def test_cells_against_another_method_and_phases_a_seed_did_not_reach():

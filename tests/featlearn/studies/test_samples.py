@@ -37,8 +37,8 @@ TINY_STUDY = {
         "model.init_args.init.scale": "1 / log(d)",
     },
     "methods": {
-        "Network": {"scale": {"model.init_args.lr": "1 / log(d)"}},
-        "NTK": {"model": {"class_path": "LinearizedTwoLayerNet"}, "scale": {"model.init_args.lr": 3.0}},
+        "Network": {"scale": {"model.init_args.training.lr": "1 / log(d)"}},
+        "NTK": {"model": {"class_path": "LinearizedTwoLayerNet"}, "scale": {"model.init_args.training.lr": 3.0}},
     },
 }
 
@@ -167,7 +167,7 @@ def test_bad_study_files_are_refused(tmp_path):
         ({**TINY_STUDY, "dimz": [4]}, "unknown keys"),
         ({**TINY_STUDY, "methods": {}}, "non-empty mapping"),
         ({**TINY_STUDY, "methods": {"A": {"optimizer": 1}}}, "unknown keys"),
-        ({**TINY_STUDY, "scale": {"model.init_args.lr": "exp(d)"}}, r"scale\.model\.init_args\.lr"),
+        ({**TINY_STUDY, "scale": {"model.init_args.training.lr": "exp(d)"}}, r"scale\.model\.init_args\.training\.lr"),
         ({**TINY_STUDY, "scale": {"data.init_args.batch_size": "d / 3"}}, "one positive integer"),
     ):
         path = write_study(tmp_path, study)

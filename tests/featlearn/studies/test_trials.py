@@ -24,6 +24,7 @@ from featlearn.contracts import GroundTruth, Learner
 from featlearn.studies.trials import (
     Launcher,
     Trial,
+    grouped_as_now,
     majority_rate,
     measure_run,
     merge_configs,
@@ -508,3 +509,24 @@ def test_a_result_saved_under_the_digest_that_kept_the_logger_s_save_dir_is_reus
     other = Trial("a", tmp_path / "a", {**CONFIG, "trainer": {"max_steps": 4, "logger": logger}})
     with pytest.raises(ValueError, match="holds a result for a different config"):
         other.finished(overwrite=False, changed="steps")
+
+
+def test_a_result_saved_when_the_rates_sat_directly_under_init_args_is_reused_and_upgraded(tmp_path):
+    network = {"width": 4}
+    now = {"model": {"class_path": "TwoLayerNet", "init_args": {"network": network, "training": {"lr_w": 0.1}}}}
+    trial = Trial("a", tmp_path / "a", {**now, "trainer": {"max_steps": 3, "default_root_dir": str(tmp_path)}})
+    trial.prepare()
+    before = {"model": {"class_path": "TwoLayerNet", "init_args": {"lr_w": 0.1, "network": network}}}
+    trial.config_path.write_text(yaml.safe_dump({**before, "trainer": {"max_steps": 3}}))  # the earlier form
+    old = {"label": "a", "digest": "0" * 64, "seconds": 1.0, "metrics": {"test_acc": [90.0]}}
+    trial.result_path.write_text(json.dumps(old))
+    assert trial.finished(overwrite=False, changed="")["metrics"] == {"test_acc": [90.0]}
+    assert json.loads(trial.result_path.read_text())["digest"] == trial.digest  # upgraded in place
+    changed = {"model": {"class_path": "TwoLayerNet", "init_args": {"lr_w": 0.2, "network": network}}}
+    trial.config_path.write_text(yaml.safe_dump({**changed, "trainer": {"max_steps": 3}}))
+    trial.result_path.write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="holds a result for a different config"):
+        trial.finished(overwrite=False, changed="rates")
+    assert grouped_as_now({"model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}}) == {
+        "model": {"class_path": "ModuleClassifier", "init_args": {"lr": 0.1}}
+    }  # a learner without the group keeps its arguments
