@@ -465,7 +465,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", help="Output folder DIR.")
     parser.add_argument("--summary", metavar="DIR", default=None, help="Print the verdict counts of the report in DIR.")
     parser.add_argument("--only", nargs="+", default=None, help="Run only these items (ids as in the plan).")
-    parser.add_argument("--overwrite", action="store_true", help="Discard results of another plan or scale in DIR.")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Replace DIR's report of another plan or scale: trials whose config is unchanged keep their results.",
+    )
     parser.add_argument("--grid-members", type=int, default=None, help="compare's --grid-members (default: compare's).")
     parser.add_argument(
         "--data-root",
@@ -496,7 +500,8 @@ def check_plan_record(out: Path, plan: Plan, scale: str, overwrite: bool) -> Non
             changed = [key for key in wanted if saved.get(key) != wanted[key]]
             raise ValueError(
                 f"{out} holds a report of another {' and '.join(changed)} ({saved.get('paper')}, scale "
-                f"{saved.get('scale')}): use a new --out, or --overwrite to discard its results."
+                f"{saved.get('scale')}): use a new --out, or --overwrite to replace it (a trial whose config is "
+                f"unchanged keeps its result; the others rerun)."
             )
     out.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(wanted, indent=1))

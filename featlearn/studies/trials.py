@@ -329,7 +329,9 @@ class Trial:
         if saved.get("digest") == self.digest:
             return saved
         if saved.get("digest") == self.legacy_digest or self.same_as_saved_config():  # an earlier form of this config
+            # Upgraded in place: what reads the folder later (phases' rates) finds the present form.
             saved["digest"] = self.digest
+            self.config_path.write_text(self.text)
             self.result_path.write_text(json.dumps(saved, indent=1))
             return saved
         if not overwrite:

@@ -522,6 +522,7 @@ def test_a_result_saved_when_the_rates_sat_directly_under_init_args_is_reused_an
     trial.result_path.write_text(json.dumps(old))
     assert trial.finished(overwrite=False, changed="")["metrics"] == {"test_acc": [90.0]}
     assert json.loads(trial.result_path.read_text())["digest"] == trial.digest  # upgraded in place
+    assert yaml.safe_load(trial.config_path.read_text()) == trial.config  # and its config with it
     changed = {"model": {"class_path": "TwoLayerNet", "init_args": {"lr_w": 0.2, "network": network}}}
     trial.config_path.write_text(yaml.safe_dump({**changed, "trainer": {"max_steps": 3}}))
     trial.result_path.write_text(json.dumps(old))
