@@ -35,13 +35,17 @@ SHI = dict(
     init=dict(scheme="gaussian_symmetric", sigma_w=0.2, sigma_b=0.04, sigma_a=4.0),
     mean_field_gradient=False,
     loss="hinge",
-    lr=1e-4,
+    training=dict(lr=1e-4),
 )
 
 
-def shi(width: int, **kwargs) -> dict:
-    """A learner's keyword arguments: Shi et al.'s network of ``width`` neurons, ``SHI``'s settings, ``kwargs``."""
-    return {"network": {"width": width, **SHI_NETWORK}, **SHI, **kwargs}
+def shi(width: int, training: dict | None = None, **kwargs) -> dict:
+    """A learner's keyword arguments: Shi et al.'s network of ``width`` neurons, ``SHI``'s settings, ``kwargs``.
+
+    ``training`` is merged into ``SHI``'s rates field by field.
+    """
+    rates = {**SHI["training"], **(training or {})}
+    return {"network": {"width": width, **SHI_NETWORK}, **SHI, "training": rates, **kwargs}
 
 
 def steps_per_s(make_model, data_args, steps, warmup=5):

@@ -35,7 +35,7 @@ from featlearn.models.sgd import ScheduledSGD
 warnings.filterwarnings("ignore")
 SEEDS = 5
 #: The classifier stage: first layer (w, b) at rate 0, second layer at Shi's rate.
-STAGE = dict(lr_w=0.0, lr_a=1000.0, ensemble_size=SEEDS, seed=0)
+STAGE = dict(training=dict(lr_w=0.0, lr_a=1000.0), ensemble_size=SEEDS, seed=0)
 DATA = dict(d=500, D=100, k=5, train_size=50000, test_size=0, val_size=0, batch_size=1000, ensemble_size=SEEDS)
 
 

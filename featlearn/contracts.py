@@ -391,7 +391,7 @@ class PerMemberValues(Protocol):
     members, point g on stream j being member g K + j (``featlearn compare``'s grid ensembles).
     """
 
-    #: The arguments that may take a value per grid point (scalar schedules: rates, decays).
+    #: The arguments that may take a value per grid point (scalar schedules: rates, decays). Where they
+    #: sit in a group under ``model.init_args`` (``TwoLayerNet``'s ``training``), the class also says
+    #: which as ``MEMBER_VALUE_GROUP: ClassVar[str]``; without it they sit directly under ``init_args``.
     MEMBER_VALUE_ARGUMENTS: ClassVar[tuple[str, ...]]
-    #: The config group under ``model.init_args`` that holds them (``training``); "" where they sit there directly.
-    MEMBER_VALUE_GROUP: ClassVar[str]

@@ -148,7 +148,7 @@ class Initialization:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Training:
     r"""How the two-layer network's layers are trained (config group ``training``): every value a schedule.
 

@@ -220,8 +220,8 @@ class DivergenceGuard:
             bad = min(found.values())
             raise FloatingPointError(
                 f"Training diverged: the loss became NaN or infinite at update step {bad} "
-                f"(in effect then: {describe(bad)}). Lower the learning rate (model.training.lr / lr_w / lr_a) "
-                f"from that step, or shrink the initialisation."
+                f"(in effect then: {describe(bad)}). Lower the learning rate from that step (TwoLayerNet: "
+                f"model.training.lr / lr_w / lr_a; the classifiers: model.lr), or shrink the initialisation."
             )
 
 

@@ -84,15 +84,15 @@ class DeviceRecorder(pl.Callback):
 
 @pytest.fixture
 def evaluations(monkeypatch):
-    """The (input device, model device) of every ``evaluate`` call: diagnostics, held-out sets, compare."""
+    """The (scores device, model device) of every ``evaluate_scores`` call: diagnostics, held-out sets, compare."""
     seen: list[tuple[str, str]] = []
-    original = ScheduledSGDModule.evaluate
+    original = ScheduledSGDModule.evaluate_scores
 
-    def spy(self, x, y):
-        seen.append((x.device.type, self.device.type))
-        return original(self, x, y)
+    def spy(self, f, y):
+        seen.append((f.device.type, self.device.type))
+        return original(self, f, y)
 
-    monkeypatch.setattr(ScheduledSGDModule, "evaluate", spy)
+    monkeypatch.setattr(ScheduledSGDModule, "evaluate_scores", spy)
     return seen
 
 

@@ -14,6 +14,7 @@ import yaml
 from jsonargparse import Namespace
 
 from featlearn.datamodules.base import plain_value
+from featlearn.runner.registry import grouped_arguments
 
 #: ``--ckpt_path`` values Lightning resolves itself (not files).
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")
@@ -281,7 +282,7 @@ def check_resume(config, data_class: type | None, resume_free: tuple[str, ...]) 
             if k in given and k not in resume_free and saved[k] != given[k]
         ]
     mine = _flat_arguments(plain_arguments(config.get("model.init_args")))
-    theirs = _flat_arguments(hparams)
+    theirs = _flat_arguments(grouped_arguments(model_path, hparams))  # a checkpoint of an earlier form too
     changed += [
         f"model.init_args.{k} = {theirs[k]!r} there, {mine[k]!r} here"
         for k in sorted(theirs)

@@ -122,7 +122,7 @@ class FeatlearnCLI(LightningCLI):
     * Constants of a paper's process that a config leaves null are filled from the
       data model's ``process_constants()``, where the learner class declares them
       (:class:`~featlearn.contracts.DataDerivedConstants`; for ``TwoLayerNet``:
-      ``init.sigma_w``, ``sigma_b``, ``sigma_a``, null segment values of ``noise_std``
+      ``init.sigma_w``, ``sigma_b``, ``sigma_a``, null segment values of ``training.noise_std``
       from ``sigma_xi``, and ``positive_rate``). So ``--data.init_args.k 7`` on a Shi
       experiment trains with k = 7's constants, and a number a user writes always wins.
     * The learner owns its optimizer and schedules (``auto_configure_optimizers``
@@ -365,7 +365,7 @@ def fill_process_constants(config) -> None:
 
 
 def _set_argument(init_args, path: str, value) -> None:
-    """Set the dotted ``path`` (``init.sigma_w``, ``noise_std.0.value``: list positions as numbers) in place."""
+    """Set the dotted ``path`` (``init.sigma_w``, ``training.noise_std.0.value``: list positions as numbers)."""
     *parents, last = path.split(".")
     node = init_args
     for key in parents:

@@ -14,6 +14,7 @@ import importlib
 import featlearn.callbacks
 import featlearn.datamodules
 import featlearn.models
+from featlearn.contracts import PerMemberValues
 
 #: Short name -> class: everything the parts export (their ``__all__``).
 SHORT_NAMES: dict[str, type] = {
@@ -40,3 +41,21 @@ def config_class(class_path) -> type | None:
     except ImportError:
         return None
     return found if isinstance(found, type) else None
+
+
+def grouped_arguments(class_path, init_args: dict) -> dict:
+    """A learner's ``init_args`` of an earlier form in the present one: its per-point arguments in their group.
+
+    A learner that keeps its per-grid-point arguments in a group (``TwoLayerNet``'s
+    ``training``: ``MEMBER_VALUE_GROUP`` of :class:`~featlearn.contracts.PerMemberValues`)
+    took them directly under ``init_args`` before November 2026 (``lr_w: ...``); they move
+    into the group. Anything else is returned as it is.
+    """
+    learner = config_class(class_path)
+    group = getattr(learner, "MEMBER_VALUE_GROUP", "") if isinstance(learner, PerMemberValues) else ""
+    flat = [key for key in learner.MEMBER_VALUE_ARGUMENTS if key in init_args] if group else []
+    if not flat:
+        return init_args
+    moved = {key: value for key, value in init_args.items() if key not in flat}
+    moved[group] = {**(init_args.get(group) or {}), **{key: init_args[key] for key in flat}}
+    return moved

@@ -163,9 +163,11 @@ def find_misspelling(segments: list[str], config: dict, command: str) -> Misspel
             owner = "Trainer" if walked == ["trainer"] else ".".join(walked)
             continue
         names = tuple(sorted(k for k in node if not k.startswith("_")))
-        # A name that belongs to one of the owner's groups (lr_w under training): the group's path.
-        grouped = [f"{k}.{segment}" for k in names if isinstance(node[k], dict) and segment in node[k]]
-        near = grouped[0] if len(grouped) == 1 else closest(segment, list(names))
+        # A name that belongs to one of the owner's groups (lr_w under training), or nearly: the group's path.
+        fields = {f: f"{k}.{f}" for k in names if isinstance(node[k], dict) for f in node[k] if not f.startswith("_")}
+        near = fields.get(segment) or closest(segment, list(names))
+        if near is None and closest(segment, list(fields)) is not None:
+            near = fields[closest(segment, list(fields))]
         return Misspelling(tuple(walked), owner, segment, near, names, tuple(segments[i + 1 :]))
     return None
 

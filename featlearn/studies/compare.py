@@ -203,9 +203,12 @@ def same_run_digest(config: dict) -> str:
 
 
 def _canonical_schedules(arguments: dict, where: str) -> None:
-    """Every schedule of ``arguments`` and of its groups in its canonical form, in place (a grid's values as given)."""
+    """Every schedule of ``arguments`` and of its groups in its canonical form, in place.
+
+    A grid's values (``member_values``) and a nested class's arguments (a ``class_path`` mapping) stay as given.
+    """
     for key, spec in arguments.items():
-        if isinstance(spec, dict) and key != "member_values":
+        if isinstance(spec, dict) and key != "member_values" and "class_path" not in spec:  # a group: training
             _canonical_schedules(spec, f"{where}.{key}")
         else:
             arguments[key] = canonical_segments(spec, f"{where}.{key}")

@@ -200,7 +200,8 @@ def _skip_in(args: dict, steps: list[int], where: str) -> None:
     for key, spec in list(args.items()):
         if is_segment_list(spec):
             args[key] = skip_steps(spec, steps, f"{where}.{key}")
-        elif isinstance(spec, dict) and key != "member_values":  # a group (training); a grid's values stay whole
+        elif isinstance(spec, dict) and key != "member_values" and "class_path" not in spec:
+            # a group of the learner's (training); a grid's values and a nested class's arguments stay whole
             _skip_in(spec, steps, f"{where}.{key}")
 
 

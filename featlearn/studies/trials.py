@@ -47,8 +47,8 @@ from omegaconf import OmegaConf
 
 from featlearn.banners import quiet_lightning
 from featlearn.config_files import resolve_config
-from featlearn.contracts import Learner, PerMemberValues
-from featlearn.runner.registry import config_class
+from featlearn.contracts import Learner
+from featlearn.runner.registry import config_class, grouped_arguments
 
 
 class BuiltRun(Protocol):
@@ -223,25 +223,14 @@ def _without_locations(config: dict, keep_logger_dirs: bool) -> dict:
 
 
 def grouped_as_now(config: dict) -> dict:
-    """A full config of an earlier form in the present one: a learner's per-point arguments in their group.
+    """A full config of an earlier form in the present one (:func:`~featlearn.runner.registry.grouped_arguments`).
 
-    A learner that keeps its per-grid-point arguments in a group (``TwoLayerNet``'s
-    ``training``, :class:`~featlearn.contracts.PerMemberValues`) took them directly under
-    ``model.init_args`` before November 2026; they move into the group. Anything else is
-    returned as it is.
+    Anything that is not a config with ``model.init_args`` is returned as it is.
     """
-    model = config.get("model")
+    model = config.get("model") if isinstance(config, dict) else None
     if not isinstance(model, dict) or not isinstance(model.get("init_args"), dict):
         return config
-    learner = config_class(model.get("class_path"))
-    group = learner.MEMBER_VALUE_GROUP if isinstance(learner, PerMemberValues) else ""
-    init_args = model["init_args"]
-    flat = [key for key in learner.MEMBER_VALUE_ARGUMENTS if key in init_args] if group else []
-    if not flat:
-        return config
-    moved = {key: value for key, value in init_args.items() if key not in flat}
-    moved[group] = {**(init_args.get(group) or {}), **{key: init_args[key] for key in flat}}
-    return {**config, "model": {**model, "init_args": moved}}
+    return {**config, "model": {**model, "init_args": grouped_arguments(model.get("class_path"), model["init_args"])}}
 
 
 @dataclass

@@ -357,7 +357,7 @@ def member_value_arguments(experiment: dict, method: Method) -> dict[str, str] |
     learner = config_class((config.get("model") or {}).get("class_path"))
     if not isinstance(learner, PerMemberValues):
         return None
-    group = ".".join(part for part in ("model.init_args", learner.MEMBER_VALUE_GROUP) if part)
+    group = ".".join(part for part in ("model.init_args", getattr(learner, "MEMBER_VALUE_GROUP", "")) if part)
     arguments = {}
     for key in method.tune:
         for path in key.split("|"):

@@ -337,3 +337,14 @@ def test_descriptions_of_learners_and_data_models():
     assert describe_data({}) == "an unknown data model"
     assert plain_arguments(Namespace(a=1, b=Namespace(c=2))) == {"a": 1, "b": {"c": 2}}
     assert plain_arguments(None) == {} and plain_arguments({"a": 1}) == {"a": 1}
+
+
+def test_a_checkpoint_saved_with_the_rates_directly_under_init_args_is_compared_in_the_present_form(tmp_path):
+    path = tmp_path / "old.ckpt"
+    write_checkpoint(path, lr=0.16)  # before November 2026: TwoLayerNet took lr beside network
+    checkpoint = torch.load(path, weights_only=False)
+    del checkpoint["hyper_parameters"]["training"]
+    torch.save(checkpoint, path)
+    check_resume(run_config(path), object, ())  # the same rate, written in the present form
+    with pytest.raises(ValueError, match="model.init_args.training.lr = 0.16 there, 0.05 here"):
+        check_resume(run_config(path, model_args={"training": {"lr": 0.05}}), object, ())

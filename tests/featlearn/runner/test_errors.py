@@ -60,6 +60,11 @@ CASES = [
         "did you mean --model.init_args.training.lr?",
     ),
     (
+        "a misspelt rate where it sat before the training group",
+        glasgow("--model.init_args.lrr", "0.1"),
+        "did you mean --model.init_args.training.lr?",
+    ),
+    (
         "a rate given where it sat before the training group",
         glasgow("--model.init_args.lr_w", "0.1"),
         "did you mean --model.init_args.training.lr_w?",
