@@ -290,7 +290,7 @@ class Trial:
         Until November 2026 a two-layer learner's rates, decays and noise sat directly under
         ``model.init_args`` (``lr_w: ...``); they now form its ``training`` group. The saved
         config, moved into the present form (:func:`grouped_as_now`), is compared with this
-        one key by key, where they write aside: so a study folder filled before keeps its results.
+        one key by key, except for where they write: so a study folder filled before keeps its results.
         """
         if not self.config_path.is_file():
             return False
