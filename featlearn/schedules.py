@@ -25,7 +25,7 @@ follow each other without gaps or overlaps.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -447,3 +447,19 @@ def canonical_segments(spec: ScheduleSpec, name: str = "schedule") -> ScheduleSp
     if len(out) == 1 and out[0]["start"] == 1 and "end" not in out[0] and "value" in out[0] and not _ramps(out[0]):
         return out[0]["value"]
     return out
+
+
+def map_arguments(arguments: dict, where: str, function: Callable[[Any, str], Any]) -> None:
+    """Replace every argument of a config's ``init_args`` by ``function(value, name)``, in its groups too, in place.
+
+    A group is a nested mapping of arguments (``TwoLayerNet``'s ``training``); a grid's
+    values (``member_values``) and a nested class's arguments (a mapping with a
+    ``class_path``) are values, handed over whole. ``name`` is the dotted setting
+    (``model.init_args.training.lr_w``), for errors.
+    """
+    for key, value in arguments.items():
+        name = f"{where}.{key}"
+        if isinstance(value, Mapping) and key != "member_values" and "class_path" not in value:
+            map_arguments(value, name, function)
+        else:
+            arguments[key] = function(value, name)

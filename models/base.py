@@ -242,8 +242,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             values.update(named_values(name, schedule(step)))
         return values
 
-    #: Schedules that :meth:`scheduled_values` leaves out while they are zero at every step.
-    QUIET_WHEN_ZERO: ClassVar[frozenset[str]] = frozenset({"momentum", "class_weighting", "regularizer_weight"})
+    #: Schedules that :meth:`scheduled_values` leaves out while they are zero at every step; a
+    #: subclass adds its own.
+    QUIET_WHEN_ZERO: ClassVar[frozenset[str]] = frozenset({"momentum", "class_weighting"})
 
     # ------------------------------------------------------------------ training
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -146,6 +148,9 @@ class MulticlassClassifier(NetworkEnsemble):
                 f"unlabelled inputs: give the data model an unlabelled set, or set model.regularizer_weight: 0."
             )
         return weight * balance_entropy_regularizer(self.network_outputs(unlabelled), self.entropy_weight).sum()
+
+    #: The regulariser's weight is logged only where it is used.
+    QUIET_WHEN_ZERO: ClassVar[frozenset[str]] = NetworkEnsemble.QUIET_WHEN_ZERO | {"regularizer_weight"}
 
     def named_schedules(self) -> dict:  # noqa: D102
         return {**super().named_schedules(), "regularizer_weight": self.regularizer_weight}

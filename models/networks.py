@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor, nn
@@ -186,11 +186,19 @@ class Training:
     noise_std: ScheduleSpec = 0.0
 
 
-def as_dataclass(value, cls):
-    """``value`` as an instance of the dataclass ``cls`` (a mapping is unpacked into it)."""
+def as_dataclass(value, cls, setting: str = "model"):
+    """``value`` as an instance of the dataclass ``cls`` (a mapping is unpacked into it).
+
+    Raises:
+        ValueError: A mapping with a key that is no field of ``cls`` (``setting`` names where it was given).
+    """
     if isinstance(value, cls):
         return value
     if isinstance(value, Mapping):
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError(f"{setting} takes no {unknown[0]!r}: its fields are {', '.join(names)}.")
         return cls(**value)
     raise ValueError(f"Expected a {cls.__name__} or a mapping of its fields, got {value!r}.")
 

@@ -101,7 +101,7 @@ def member_architecture(network, input_dim: int | None) -> tuple[int, TwoLayerAr
             )
         return network.input_dim, network.architecture
     check_int("model.input_dim", input_dim, 1)
-    return input_dim, as_dataclass(network, TwoLayerArchitecture)
+    return input_dim, as_dataclass(network, TwoLayerArchitecture, "model.network")
 
 
 #: ``training``'s default: every rate unset (``lr`` must be given), no decay, no noise. An instance, not
@@ -225,8 +225,8 @@ class TwoLayerNet(ScheduledSGDModule):
         )
         self.save_hyperparameters()
         input_dim, network = member_architecture(network, input_dim)
-        init = Initialization() if init is None else as_dataclass(init, Initialization)
-        training = Training() if training is None else as_dataclass(training, Training)
+        init = Initialization() if init is None else as_dataclass(init, Initialization, "model.init")
+        training = Training() if training is None else as_dataclass(training, Training, "model.training")
         # Plain mappings in the checkpoint: it must load with torch's weights-only unpickler.
         self.hparams.update(input_dim=input_dim, network=asdict(network), init=asdict(init), training=asdict(training))
         for name, value in (
@@ -239,7 +239,6 @@ class TwoLayerNet(ScheduledSGDModule):
             raise ValueError(
                 "model.train_first_layer and model.train_second_layer are both false: nothing would train."
             )
-        self.mean_field_gradient = mean_field_gradient
         self.seed = int(torch.initial_seed()) % (2**62) if seed is None else check_int("model.seed", seed, 0)
         self._generators = GeneratorPool()
 

@@ -165,9 +165,7 @@ def find_misspelling(segments: list[str], config: dict, command: str) -> Misspel
         names = tuple(sorted(k for k in node if not k.startswith("_")))
         # A name that belongs to one of the owner's groups (lr_w under training), or nearly: the group's path.
         fields = {f: f"{k}.{f}" for k in names if isinstance(node[k], dict) for f in node[k] if not f.startswith("_")}
-        near = fields.get(segment) or closest(segment, list(names))
-        if near is None and closest(segment, list(fields)) is not None:
-            near = fields[closest(segment, list(fields))]
+        near = fields.get(segment) or closest(segment, list(names)) or fields.get(closest(segment, list(fields)))
         return Misspelling(tuple(walked), owner, segment, near, names, tuple(segments[i + 1 :]))
     return None
 

@@ -65,7 +65,7 @@ from pathlib import Path
 import yaml
 
 from featlearn.config_files import resolve_config
-from featlearn.schedules import canonical_segments
+from featlearn.schedules import canonical_segments, map_arguments
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods, method_config
 from featlearn.studies.trials import (
     BuildRun,
@@ -198,20 +198,8 @@ def same_run_digest(config: dict) -> str:
     computed = copy.deepcopy(config)
     (computed.get("trainer") or {}).pop("logger", None)
     for section in ("model", "data"):  # one schedule written two ways (hold_from's cuts) is one run
-        _canonical_schedules((computed.get(section) or {}).get("init_args") or {}, f"{section}.init_args")
+        map_arguments((computed.get(section) or {}).get("init_args") or {}, f"{section}.init_args", canonical_segments)
     return hashlib.sha256(yaml.safe_dump(computed, sort_keys=True).encode()).hexdigest()
-
-
-def _canonical_schedules(arguments: dict, where: str) -> None:
-    """Every schedule of ``arguments`` and of its groups in its canonical form, in place.
-
-    A grid's values (``member_values``) and a nested class's arguments (a ``class_path`` mapping) stay as given.
-    """
-    for key, spec in arguments.items():
-        if isinstance(spec, dict) and key != "member_values" and "class_path" not in spec:  # a group: training
-            _canonical_schedules(spec, f"{where}.{key}")
-        else:
-            arguments[key] = canonical_segments(spec, f"{where}.{key}")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

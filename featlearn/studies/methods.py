@@ -18,7 +18,7 @@ from pathlib import Path
 from featlearn.config_files import resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.runner.registry import config_class
-from featlearn.schedules import hold_from, is_segment_list, skip_steps
+from featlearn.schedules import hold_from, is_segment_list, map_arguments, skip_steps
 from featlearn.studies.trials import get_path, load_yaml, merge_configs, set_path, tensorboard_logger
 
 #: The default methods file: Table 1 of Shi et al. (2022).
@@ -185,24 +185,18 @@ def reshape_process(config: dict, method: Method) -> None:
     model = config.setdefault("model", {}).setdefault("init_args", {})
     if method.skip_steps:
         data = (config.get("data") or {}).get("init_args") or {}
+
+        def skip(spec, name: str):
+            return skip_steps(spec, method.skip_steps, name) if is_segment_list(spec) else spec
+
         for section, args in (("model", model), ("data", data)):
-            _skip_in(args, method.skip_steps, f"{section}.init_args")
+            map_arguments(args, f"{section}.init_args", skip)
         trainer = config.setdefault("trainer", {})
         max_steps = trainer.get("max_steps")
         if isinstance(max_steps, int) and max_steps > 0:
             trainer["max_steps"] = max_steps - sum(1 for t in method.skip_steps if t <= max_steps)
     if method.freeze_first_layer_from is not None:
         freeze_first_layer(config, method)
-
-
-def _skip_in(args: dict, steps: list[int], where: str) -> None:
-    """Drop ``steps`` from every segment-list schedule in ``args`` and in its nested groups, in place."""
-    for key, spec in list(args.items()):
-        if is_segment_list(spec):
-            args[key] = skip_steps(spec, steps, f"{where}.{key}")
-        elif isinstance(spec, dict) and key != "member_values" and "class_path" not in spec:
-            # a group of the learner's (training); a grid's values and a nested class's arguments stay whole
-            _skip_in(spec, steps, f"{where}.{key}")
 
 
 def freeze_first_layer(config: dict, method: Method) -> None:

@@ -205,17 +205,15 @@ def _without_locations(config: dict, keep_logger_dirs: bool) -> dict:
     """``config`` without ``ckpt_path``, ``trainer.default_root_dir`` and (unless kept) the loggers' ``save_dir``."""
     if not _located(config, keep_logger_dirs):
         return config
-    trainer = config.get("trainer") or {}
-    loggers = trainer.get("logger")
-    entries = loggers if isinstance(loggers, list) else [loggers]
+    trainer = {k: v for k, v in (config.get("trainer") or {}).items() if k != "default_root_dir"}
     config = {key: value for key, value in config.items() if key != "ckpt_path"}
-    trainer = {k: v for k, v in trainer.items() if k != "default_root_dir"}
-    if not keep_logger_dirs and any(isinstance(e, dict) and "save_dir" in (e.get("init_args") or {}) for e in entries):
+    if not keep_logger_dirs and "logger" in trainer:  # an entry without a save_dir is kept as it is
+        loggers = trainer["logger"]
         kept = [
             {**e, "init_args": {k: v for k, v in e["init_args"].items() if k != "save_dir"}}
             if isinstance(e, dict) and isinstance(e.get("init_args"), dict)
             else e
-            for e in entries
+            for e in (loggers if isinstance(loggers, list) else [loggers])
         ]
         trainer["logger"] = kept if isinstance(loggers, list) else kept[0]
     config["trainer"] = trainer

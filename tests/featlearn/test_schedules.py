@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from featlearn.schedules import Schedule, canonical_segments, hold_from, skip_steps
+from featlearn.schedules import Schedule, canonical_segments, hold_from, map_arguments, skip_steps
 
 
 def test_constant():
@@ -210,3 +210,16 @@ def test_canonical_segments_keeps_what_differs():
     split = [{"start": 1, "end": 2, "value": 0.5}, {"start": 3, "value": 0.5}]
     assert canonical_segments(split) == 0.5
     assert split[0] == {"start": 1, "end": 2, "value": 0.5}  # the input is not edited
+
+
+def test_map_arguments_enters_groups_but_hands_a_grid_and_a_nested_class_over_whole():
+    network = {"class_path": "QuadraticFC", "init_args": {"width": 4}}
+    args = {"loss": "hinge", "training": {"lr_w": 0.1}, "member_values": {"lr_a": [1.0, 2.0]}, "network": network}
+    seen = []
+    map_arguments(args, "model.init_args", lambda value, name: seen.append(name) or value)
+    assert seen == [
+        "model.init_args.loss",
+        "model.init_args.training.lr_w",
+        "model.init_args.member_values",
+        "model.init_args.network",
+    ]

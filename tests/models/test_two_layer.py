@@ -465,3 +465,10 @@ def test_a_handed_network_that_disagrees_with_the_learner_is_refused(kwargs, mat
     network = kwargs.pop("network", TwoLayerNetwork(6, 4, ensemble_size=members))
     with pytest.raises(ValueError, match=match):
         TwoLayerNet(network=network, training=dict(lr=0.1), **kwargs)
+
+
+def test_a_group_given_as_a_mapping_names_a_key_it_does_not_have():
+    with pytest.raises(ValueError, match=r"model.training takes no 'lrx': its fields are lr, lr_w, lr_b, lr_a"):
+        TwoLayerNet(input_dim=4, network={"width": 4}, training={"lr": 0.1, "lrx": 1.0})
+    with pytest.raises(ValueError, match=r"model.init takes no 'sigma'"):
+        TwoLayerNet(input_dim=4, network={"width": 4}, init={"sigma": 1.0}, training={"lr": 0.1})
