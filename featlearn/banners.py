@@ -1,4 +1,4 @@
-"""Lightning's per-run banners, hidden where a command runs many fits."""
+"""Lightning's per-run banners, hidden where a command runs many fits, and its advertisements, hidden always."""
 
 from __future__ import annotations
 
@@ -24,3 +24,23 @@ def quiet_lightning(quiet: bool = True):
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
+
+
+#: Words of the INFO records Lightning prints to sell a product (the "Tip: ... litlogger" line on every
+#: trainer): noise in a research tool's output, dropped wherever featlearn builds a trainer.
+ADVERTISEMENTS = ("litlogger", "Lightning Experiments platform")
+
+
+class DropAdvertisements(logging.Filter):
+    """A logging filter that drops Lightning's product tips (:data:`ADVERTISEMENTS`) and passes the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:  # noqa: D102
+        message = record.getMessage()
+        return not any(word in message for word in ADVERTISEMENTS)
+
+
+def hide_advertisements() -> None:
+    """Attach :class:`DropAdvertisements` to the logger Lightning's ``rank_zero_info`` writes to (once)."""
+    logger = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    if not any(isinstance(f, DropAdvertisements) for f in logger.filters):
+        logger.addFilter(DropAdvertisements())

@@ -26,10 +26,12 @@ warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual opt
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
+
 from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
 import featlearn.callbacks  # noqa: E402, F401
+from featlearn.banners import hide_advertisements  # noqa: E402
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
 from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
@@ -53,6 +55,8 @@ from featlearn.runner.suggest import suggest_correction, without_actions  # noqa
 from featlearn.runner.summary import result_block  # noqa: E402
 from featlearn.teacher import TeacherSearch  # noqa: E402
 from featlearn.validation import check_int  # noqa: E402
+
+hide_advertisements()
 
 
 class RunFolderConfig(SaveConfigCallback):
@@ -219,7 +223,14 @@ class FeatlearnCLI(LightningCLI):
         """Take the run folder's lock before Lightning writes anything into it (its logger's events)."""
         folder = run_folder_of(self.trainer)
         if folder is not None and self.trainer.is_global_zero:
-            lock_run_folder(folder)
+            try:
+                lock_run_folder(folder)
+            except OSError as err:  # a folder no check can foresee (/proc, a full disk, a read-only mount)
+                raise ValueError(
+                    f"trainer.logger.init_args.save_dir: the run folder {str(folder)!r} cannot be created "
+                    f"({err.strerror or err}): choose a folder you can write, e.g. "
+                    f"--trainer.logger.init_args.save_dir runs."
+                ) from None
 
     def _label_with_teacher(self) -> None:
         """Run the config's ``teacher:`` on the data model (or refuse a mixture that no teacher labels)."""

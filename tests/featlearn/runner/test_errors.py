@@ -39,6 +39,12 @@ CASES = [
     ("log_every_n_steps 0", glasgow("--trainer.log_every_n_steps", "0"), "trainer.log_every_n_steps"),
     ("gpu without a gpu", glasgow("--trainer.accelerator", "gpu"), "trainer.accelerator is 'gpu'"),
     ("save_dir under a file", glasgow("--trainer.logger.init_args.save_dir", "{a_file}/runs"), "save_dir"),
+    (
+        "save_dir that no check foresees",  # /proc passes os.access as root, yet refuses mkdir
+        glasgow("--trainer.logger.init_args.save_dir", "/proc/featlearn_nowhere"),
+        "trainer.logger.init_args.save_dir: the run folder '/proc/featlearn_nowhere/glasgow_xor/version_0' cannot be "
+        "created (No such file or directory): choose a folder you can write",
+    ),
     ("unknown shipped config", ["fit", "--config", "glasgow_xro"], "neither a file nor a shipped config"),
     ("missing checkpoint", glasgow("--ckpt_path", "{tmp}/none.ckpt"), "--ckpt_path"),
     ("ckpt_path last without runs", glasgow("--ckpt_path", "last"), "--ckpt_path last: no run under"),
