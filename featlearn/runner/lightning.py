@@ -26,14 +26,13 @@ warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual opt
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
 
 import pytorch_lightning as pl  # noqa: E402
-
 from pytorch_lightning.cli import LightningCLI, SaveConfigCallback  # noqa: E402
 
 # Importing the packages registers their classes for short names (class_path: BooleanXOR).
 import featlearn.callbacks  # noqa: E402, F401
-from featlearn.banners import hide_advertisements  # noqa: E402
 import featlearn.datamodules  # noqa: E402
 import featlearn.models  # noqa: E402, F401
+from featlearn.banners import hide_advertisements  # noqa: E402
 from featlearn.config_files import base_config, config_files, resolve_config_args  # noqa: E402
 from featlearn.contracts import DataDerivedConstants, Relabelable  # noqa: E402
 from featlearn.datamodules import DataModel  # noqa: E402
