@@ -112,6 +112,52 @@ def test_the_committed_reports_are_pages_with_their_figures(site, report):
         assert (page.parent / source).resolve().is_file(), source
 
 
+#: The first screen a referee sees: a laptop's browser window.
+FIRST_SCREEN = (1280, 900)
+#: Injected into a copy of a page: where the page's first content table starts, and its first heading cell.
+PROBE = (
+    "<script>addEventListener('load', () => {const t = document.querySelector('article table, body > table');"
+    "const b = document.body; b.dataset.top = t ? t.getBoundingClientRect().top : -1;"
+    "b.dataset.head = t ? t.querySelector('th').textContent : ''; b.dataset.screen = innerHeight;});</script>"
+)
+
+
+def first_table_on_screen(page: Path) -> tuple[float, str, float]:
+    """(top of the page's first content table in px, its first heading cell, the window's height), as chromium lays out.
+
+    The probe runs in a copy beside the page, so its stylesheets and scripts load as the page's own.
+    """
+    probe = page.with_name(f"probe_{page.name}")
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    width, height = FIRST_SCREEN
+    dom = chromium(probe, "--dump-dom", "--virtual-time-budget=3000", f"--window-size={width},{height}")
+    found = dict(re.findall(r'data-(top|head|screen)="([^"]*)"', dom.stdout))
+    return float(found["top"]), found["head"], float(found["screen"])
+
+
+def reports_with_claims() -> list[str]:
+    """The committed reports judged with claims (a report that predates them has no claims matrix to show)."""
+    folders = sorted((REPO / "docs" / "reproduction").glob("*/results.json"))
+    return [f.parent.name for f in folders if '"claims"' in f.read_text()]
+
+
+@pytest.mark.parametrize("report", reports_with_claims())
+def test_a_committed_report_opens_with_its_claims_matrix_on_the_first_screen(tmp_path, report):
+    page = tmp_path / "report.html"
+    shutil.copyfile(REPO / "docs" / "reproduction" / report / "report.html", page)
+    top, head, screen = first_table_on_screen(page)
+    assert head == "Claim" and 0 < top < screen, (top, head, screen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("report", reports_with_claims())
+def test_the_docs_site_report_page_shows_the_claims_matrix_on_the_first_screen(site, report):
+    top, head, screen = first_table_on_screen(site / "reproduction" / report / "report" / "index.html")
+    assert head == "Claim" and 0 < top < screen, (top, head, screen)
+    top, head, screen = first_table_on_screen(site / report.split("-")[0] / "index.html")  # the paper's page
+    assert head == "Claim" and 0 < top < screen, (top, head, screen)
+
+
 def test_the_architecture_page_names_every_import_contract():
     parser = configparser.ConfigParser()
     parser.read(REPO / "setup.cfg")

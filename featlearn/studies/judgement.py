@@ -1,10 +1,10 @@
-r"""The rules that turn a measured cell into a verdict of a reproduction report.
+r"""The rules that turn a measured cell into a verdict, and cells into the paper's claims' verdicts.
 
 A cell is one (setting, method, metric) with the paper's value :math:`v` and featlearn's
 values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviation
 :math:`s`). Its verdict is one of :data:`VERDICTS`:
 
-* **reproduced**: for a value the paper states (relation ``=``),
+* **reproduced** (✓): for a value the paper states (relation ``=``),
   :math:`|\bar x - v| \le \text{floor}`, the metric's stated floor (3 points for an
   accuracy, 0.05 for a cosine: ``featlearn/papers/<paper>.yaml``). The spread :math:`s`
   is shown beside the cell and never widens that window. For a bound the paper states
@@ -15,24 +15,39 @@ values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviati
   interval alone is the window: :math:`l \le v \le h` for ``=``, :math:`h < v` for
   ``<``, :math:`l > v` for ``>``; two fitted rates compared with each other are equal when
   their intervals overlap, and one is below the other when its interval lies strictly
-  below. A rate is one fit over every seed, so it has no spread
-  of its own, and a fixed floor would let a rate far from the claim pass.
-* **uninformative**: a measurement that cannot decide the claim (a U-curve's minimum at
-  the edge of its sweep), or a cell whose paper value lies within the floor of the
-  *trivial rate* :math:`t` while featlearn's mean lies there too or within the floor of the
-  paper's: chance against chance, or against a value near chance, says nothing about the
-  method. For an accuracy, :math:`t` is the accuracy of always predicting the commonest
-  class of that set; for a cosine with the ground truth (``cos``), its value at step 0,
-  the largest cosine of the random initialisation, which an unmoved (or frozen) first
-  layer keeps. The exception is a test accuracy whose method fits its training set clear
-  of the trivial rate: "fits, yet tests at chance" is a claim (a network without input
-  structure), judged by the rule above.
-* **differs**: otherwise, with a category and a reason. A method at the trivial rate
+  below. A ✓ could have failed: it names the alternative it rules out
+  (:func:`rules_out`), and where the judgement file's *rival* of the cell (another
+  functional form, a constant offset) would pass the same test (:func:`rival_passes`),
+  the cell is "cannot decide" instead.
+* **cannot decide** (○): a measurement that cannot decide the claim (a U-curve's minimum at
+  the edge of its sweep; a rival that passes the same test; a cosine or test accuracy of a
+  method whose own fit of its training set differs, :func:`guard_failed_fits`), or a cell
+  whose paper value lies within the floor of the *trivial rate* :math:`t` while featlearn's
+  mean lies there too or within the floor of the paper's: chance against chance, or against
+  a value near chance, says nothing about the method. For an accuracy, :math:`t` is the
+  accuracy of always predicting the commonest class of that set; for a cosine with the
+  ground truth (``cos``), its value at step 0, the largest cosine of the random
+  initialisation, which an unmoved (or frozen) first layer keeps. The exception is a test
+  accuracy whose method fits its training set clear of the trivial rate: "fits, yet tests at
+  chance" is a claim (a network without input structure), judged by the rule above.
+* **by construction** (≡): a value that follows from featlearn's own process or code,
+  whatever the paper claims (:func:`by_construction`): a spread of 0 at the ceiling
+  (:func:`spread_at_ceiling`), featlearn compared with itself under a symmetry its algorithm
+  has, a value its process fixes, or a value the paper does not state. The judgement file's
+  ``by_construction`` entries list each such cell with its one-line why. Shown, never
+  counted as reproduced.
+* **differs** (✗): otherwise, with a category and a reason. A method at the trivial rate
   where the paper's is not, or whose every run degenerated (one class predicted, or a loss
   that grew by orders of magnitude), is *a failed fit*, never a result; so is a mean within
   the floor that some seeds' degenerate runs are part of. The other reasons come from the
-  paper's file of known differences, which must cite the paper and a measurement.
+  paper's file of known differences, which must cite the paper and a measurement. A paper
+  value below its own trivial rate is said in the reason (:func:`paper_below_trivial`).
 * **not run**: no value was measured.
+
+A **claim** (:class:`Claim`) is one outcome statement of the paper with its place; the
+judgement file's ``claims`` assign each cell to the claim it tests (a cell no entry names
+becomes its table row's claim), and the claim's verdict follows from its cells'
+(:func:`claim_verdict`). The report's headline counts claims.
 
 Every rule is a function of the numbers alone, so each has a unit test
 (``tests/featlearn/studies/test_judgement.py``).
@@ -40,12 +55,18 @@ Every rule is a function of the numbers alone, so each has a unit test
 
 from __future__ import annotations
 
-import fnmatch
+import math
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
+from featlearn.studies.plan import COLUMNS, TRIVIAL_ROW, Plan
 from featlearn.studies.trials import summarize
 
 #: What a verdict can be, in the order reports count them.
-VERDICTS = ("reproduced", "differs", "uninformative", "not run")
+VERDICTS = ("reproduced", "differs", "cannot decide", "by construction", "not run")
+#: How a verdict shows in a table cell.
+MARKS = {"reproduced": "✓", "differs": "✗", "cannot decide": "○", "by construction": "≡", "not run": "not run", "": ""}
 #: What a paper's value is to featlearn's: equal within the floor, or a bound (above or below it).
 RELATIONS = ("=", "<", ">")
 #: Metric columns that are accuracies of a labelled set, so have a trivial rate: column -> that set.
@@ -53,8 +74,14 @@ TRIVIAL_SETS = {"train": "train", "test": "test"}
 #: Metric columns whose trivial value is their value at initialisation (step 0): the largest cosine of
 #: the random first layer with the ground truth, which a layer that does not move keeps.
 TRIVIAL_AT_START = ("cos",)
+#: How a relation cell's method is named in results.csv: its words, so a reader of the CSV sees what was checked.
+RELATION_PREFIX = "relation: "
 #: The category of a method whose accuracy sits at the trivial rate where the paper's does not.
 FAILED_FIT = "a failed fit"
+#: The accuracy every accuracy column is bounded by (percent): a spread near it is bounded by it.
+CEILING = 100.0
+#: How long a reason may be in a table: a longer one is cut at a sentence and given in full once, in the notes.
+SHORT_REASON = 400
 
 
 def verdict_counts(cells: list[dict], diagnostic: bool = False) -> dict[str, int]:
@@ -84,13 +111,19 @@ def column_relation(relation: str, column: str) -> tuple[str, str | None]:
 
 #: The reason category for a difference that featlearn's measurements cannot decide: judged ○, not ✗.
 UNDECIDABLE = "a claim its measurements cannot decide"
+#: The category of a bound whose mean holds it while the seeds' spread crosses it.
+STRADDLES = "the seeds straddle the bound"
+#: The category of a relation against featlearn's run of a method that falls short of the paper's run of it.
+WEAKER_RIVAL = "a weaker rival than the paper's"
+#: The category of a cell whose value follows from featlearn's own process or code.
+BUILT_IN = "holds by construction"
 
 
 def first_match(entries: list[dict] | None, setting: str, method: str, column: str) -> dict | None:
     """The first entry whose ``setting``, ``method`` and ``metric`` fnmatch patterns all match the cell."""
     for entry in entries or []:
         if all(
-            fnmatch.fnmatchcase(value, str(entry[key]))
+            fnmatchcase(value, str(entry[key]))
             for key, value in (("setting", setting), ("method", method), ("metric", column))
         ):
             return entry
@@ -115,8 +148,10 @@ def judge(
     degenerate: bool = False,
     degenerate_seeds: int = 0,
     inconclusive: str | None = None,
+    inconclusive_category: str = "inconclusive",
     interval: tuple[float, float] | None = None,
     paper_interval: tuple[float, float] | None = None,
+    built_in: str | None = None,
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
 
@@ -133,6 +168,7 @@ def judge(
             ``train`` and ``test``; None where unknown or not an accuracy.
         fits_training_set: For a ``test`` cell, whether the same method's training accuracy is
             clear of its trivial rate (more than the floor above it).
+        inconclusive_category: The category of an ``inconclusive`` cell (a weaker rival, ...).
         inconclusive: Why the measurement cannot decide the claim (a U-curve's minimum at the edge
             of its sweep): the cell is uninformative, whatever its value.
         degenerate: Every seed's run degenerated (:class:`~featlearn.callbacks.DegenerateRuns`: it
@@ -144,6 +180,8 @@ def judge(
         paper_interval: With ``interval``, the other side's interval where it is a fitted rate
             too (a claim between two rates): equal when the intervals overlap, a bound when
             one lies strictly below (above) the other, edge against edge.
+        built_in: Why the cell's value follows from featlearn's own process (:func:`by_construction`):
+            its verdict is "by construction", whatever the value.
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "trivial", "category", "reason"}``.
@@ -174,9 +212,15 @@ def judge(
         held = mean + allowed < paper_value if relation == "<" else mean - allowed > paper_value
     if interval is None:
         cell.update(gap=gap, allowed=allowed)
+    if built_in:
+        return {**cell, "verdict": "by construction", "category": BUILT_IN, "reason": built_in.rstrip(".") + "."}
     if inconclusive:
-        return {**cell, "verdict": "uninformative", "category": "inconclusive", "reason": inconclusive + "."}
+        return {**cell, "verdict": "cannot decide", "category": inconclusive_category, "reason": inconclusive + "."}
     known = known_reason(rules, setting, method, column)
+    below = paper_below_trivial(paper_value, trivial, floor, column)
+    if below:  # said wherever the cell is not reproduced: a reader must not take the paper's value at face
+        known = {"category": (known or {}).get("category", "unexplained"),
+                 "reason": below + (" " + known["reason"] if known else "")}  # fmt: skip
     trivial_kind = column in TRIVIAL_SETS or column in TRIVIAL_AT_START
     if trivial_kind and relation == "=" and (trivial is not None or degenerate):
         ours_trivial = degenerate or abs(mean - trivial) <= floor
@@ -195,7 +239,7 @@ def judge(
             where = "there too" if ours_trivial else "within the floor of the paper's"
             return {
                 **cell,
-                "verdict": "uninformative",
+                "verdict": "cannot decide",
                 "category": "both at the trivial rate",
                 "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {name}, and featlearn's {ours} "
                 f"{where}: {same}, so the cell says nothing about the method.",
@@ -219,9 +263,672 @@ def judge(
         )
         return {**cell, "verdict": "differs", "category": FAILED_FIT, "reason": reason}
     if held:
-        return {**cell, "verdict": "reproduced"}
+        rival = first_match(rules.get("rivals"), setting, method, column)
+        window = (low, high) if interval is not None else None
+        passing = [v for v in rival_values(rival) if rival_passes(v, relation, paper_value, window, floor)]
+        if passing:
+            return {
+                **cell,
+                "verdict": "cannot decide",
+                "category": "a rival passes the same test",
+                "reason": f"{rival['form']} ({column} = {passing[0]:g}) passes the same test, so the test cannot tell "
+                "the paper's claim from it.",
+            }
+        return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, paper_value, trivial, rival)}
+    if interval is None and relation in ("<", ">") and (mean < paper_value if relation == "<" else mean > paper_value):
+        # The mean is on the claimed side, only the seeds' spread crosses the bound: no evidence either way.
+        return {
+            **cell,
+            "verdict": "cannot decide",
+            "category": STRADDLES,
+            "reason": f"featlearn's mean {mean:.3g} lies on the paper's side of {paper_value:g}, but its seeds' spread "
+            f"({allowed:.3g}, std_multiple x std) crosses it: neither the bound nor its opposite is shown."
+            + (f" {known['reason']}" if known is not None else ""),
+        }
     if known is not None:
         # A difference its measurements cannot decide (one within the seeds' spread) is no "differs".
-        verdict = "uninformative" if known["category"] == UNDECIDABLE else "differs"
+        verdict = "cannot decide" if known["category"] == UNDECIDABLE else "differs"
         return {**cell, "verdict": verdict, "category": known["category"], "reason": known["reason"]}
     return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
+
+
+def rival_passes(
+    rival: float, relation: str, paper_value: float, interval: tuple[float, float] | None, floor: float
+) -> bool:
+    """Whether a rival's value would pass the same test as the paper's claim, so the test cannot separate them.
+
+    A bound (``<``, ``>``) is passed by any rival on the same side of the paper's value; an
+    equality by a rival inside the measured interval (a fitted rate) or within the floor of
+    the paper's value. Example: "alpha < 2" is passed by a plain power law d^1.5 as well as by
+    d polylog d, so it cannot decide between them.
+    """
+    if relation == "<":
+        return rival < paper_value
+    if relation == ">":
+        return rival > paper_value
+    if interval is not None:
+        return interval[0] <= rival <= interval[1]
+    return abs(rival - paper_value) <= floor
+
+
+def rival_values(rival: dict | None) -> list[float]:
+    """A judgement file rival's value, or values (a list: a rival on either side), as floats."""
+    if rival is None:
+        return []
+    value = rival["value"]
+    return [float(v) for v in (value if isinstance(value, list) else [value])]
+
+
+def rules_out(column: str, relation: str, paper_value: float, trivial: float | None, rival: dict | None) -> str:
+    """The alternative a ✓ rules out, in words: what would have made the cell ✗."""
+    if rival is not None:
+        return f"{rival['form']} ({column} = {' or '.join(f'{v:g}' for v in rival_values(rival))})"
+    if column in TRIVIAL_SETS and trivial is not None:
+        return f"a constant predictor ({trivial:.1f}%)"
+    if column in TRIVIAL_AT_START and trivial is not None:
+        return f"a first layer that did not move (cos {trivial:.3f} at step 0)"
+    if relation == "<":
+        return f"a value at or above {paper_value:g}"
+    if relation == ">":
+        return f"a value at or below {paper_value:g}"
+    return f"a value outside the floor of {paper_value:g}"
+
+
+def paper_below_trivial(paper_value: float | None, trivial: float | None, floor: float, column: str) -> str | None:
+    """A flag for a paper accuracy more than the floor below its own set's trivial rate, or None.
+
+    Such a value can be genuine (a classifier trained on the hinge loss without an output
+    bias can score below the majority rate on an unbalanced set), but a reader must see that
+    the paper's own number is below what a constant predictor scores.
+    """
+    if column not in TRIVIAL_SETS or paper_value is None or trivial is None or paper_value >= trivial - floor:
+        return None
+    return (
+        f"The paper's own {paper_value:.1f}% lies below the trivial rate of this set ({trivial:.1f}%, a constant "
+        "predictor): possible for a classifier without an output bias, else a contradiction in the paper."
+    )
+
+
+def spread_at_ceiling(values: list[float] | None, bound: float, ceiling: float = CEILING) -> str | None:
+    r"""Why a bound on the spread over seeds holds by construction (every seed near the ceiling), or None.
+
+    :math:`n` values in :math:`[c - r, c]` have a sample standard deviation of at most
+    :math:`r \sqrt{\lfloor n/2 \rfloor \lceil n/2 \rceil / (n (n - 1))}`; where that is below
+    the paper's bound, the bound follows from the accuracies (already judged in their own cells)
+    and says nothing more.
+    """
+    if not values or len(values) < 2:
+        return None
+    n, width = len(values), ceiling - min(values)
+    largest = width * math.sqrt((n // 2) * ((n + 1) // 2) / (n * (n - 1)))
+    if largest >= bound:
+        return None
+    return (
+        f"every seed lies within {width:.2f} of the {ceiling:g}% ceiling, where no spread of {n} seeds can reach "
+        f"{largest:.2f} or more: the bound follows from the accuracies, judged in their own cells"
+    )
+
+
+def by_construction(rules: dict, setting: str, method: str, column: str) -> str | None:
+    """The judgement file's one-line why for a cell whose value follows from featlearn's own process, or None."""
+    entry = first_match(rules.get("by_construction"), setting, method, column)
+    return None if entry is None else str(entry["why"]).strip()
+
+
+def guard_failed_fits(cells: list[dict]) -> None:
+    """A ✓ cosine or test accuracy of a method whose own training fit differs becomes ○ (in place).
+
+    The neurons (or the test accuracy) of a network that did not fit its training set as the
+    paper's did are not those of the paper's fitted network, so a match says nothing of it.
+    """
+    failed = {(c["item"], c["method"]) for c in cells if c.get("metric") == "train" and c.get("verdict") == "differs"}
+    for cell in cells:
+        if (
+            cell.get("verdict") == "reproduced"
+            and cell.get("metric") in ("cos", "test")
+            and ((cell["item"], cell["method"]) in failed)
+        ):
+            cell.update(
+                verdict="cannot decide",
+                category="its own fit differs",
+                reason=f"featlearn's {cell['method']} differs from the paper's on its training set (the train cell), "
+                f"so a match of its {cell['metric']} is not the paper's fitted network's.",
+            )
+            cell.pop("rules_out", None)
+
+
+def verdict_key(cell: dict) -> tuple:
+    """What makes two cells one measurement: (method, metric, featlearn's values, paper value, trivial rate)."""
+    values = tuple(round(v, 9) for v in cell.get("values") or [])
+    return cell["method"], cell["metric"], values, cell.get("paper"), cell.get("trivial")
+
+
+def short_reason(text: str, limit: int = SHORT_REASON) -> str:
+    """A reason cut to its first sentences within ``limit`` characters (the whole text when short enough)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    sentences = re.split(r"(?<=[.;:])\s+(?=[A-Z(])", text)
+    short = ""
+    for sentence in sentences:
+        if len(short) + len(sentence) + 1 > limit - 2:
+            break
+        short = f"{short} {sentence}".strip()
+    return short or text[: limit - 1].rsplit(" ", 1)[0] + " …"
+
+
+# ---------------------------------------------------------------------- claims
+@dataclass
+class Claim:
+    """One outcome statement of the paper, with its place, and the cells that test it.
+
+    Args:
+        id: A short unique name (an anchor of the report).
+        place: Where the paper says it (section, table, figure).
+        words: The statement, quoted where the paper has words.
+        cells: The report's cells that test it (``claim`` set on each).
+        not_measured: Why no cell measures it, where none does.
+        diagnostic: Whether its cells are featlearn's diagnostic items (not counted in the headline).
+    """
+
+    id: str
+    place: str
+    words: str
+    cells: list[dict] = field(default_factory=list)
+    not_measured: str | None = None
+    diagnostic: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """The claim's verdict from its cells' (:func:`claim_verdict`)."""
+        if self.not_measured and not self.cells:
+            return "not run"
+        return claim_verdict([c.get("verdict", "") for c in self.deciding_cells])
+
+    @property
+    def deciding_cells(self) -> list[dict]:
+        """The cells its verdict follows from: the paper's protocol's where it has any (diagnostic ones show only)."""
+        protocol = [c for c in self.cells if not c.get("diagnostic")]
+        return protocol or self.cells
+
+
+def claim_verdict(verdicts: list[str]) -> str:
+    """A claim's verdict from its cells': a ✗ cell makes it differ, a ○ undecided, ≡ cells never reproduce it.
+
+    ``not run`` when no cell was judged; ``by construction`` when every judged cell holds by
+    construction; ``reproduced`` when every judged cell is ✓ or ≡ and at least one is ✓.
+    """
+    judged = [v for v in verdicts if v and v != "not run"]
+    if not judged:
+        return "not run"
+    for verdict in ("differs", "cannot decide"):
+        if verdict in judged:
+            return verdict
+    return "reproduced" if "reproduced" in judged else "by construction"
+
+
+def assign_claims(entries: list[dict] | None, cells: list[dict], settings: dict[str, str]) -> list[Claim]:
+    """The paper's claims with their cells: each judged cell goes to the first entry whose patterns match it.
+
+    Args:
+        entries: The judgement file's ``claims``: ``id``, ``place``, ``words``, ``cells`` (a list of
+            fnmatch patterns on ``item``, ``method``, ``metric``; a key left out matches anything),
+            optionally ``not_measured``.
+        cells: The report's cells; each judged one gets ``claim`` (the id) set.
+        settings: Item id -> the paper's setting (the place of a table row's own claim).
+
+    Returns:
+        The claims in the file's order, then one per table row (item and method) that no entry
+        names: "the paper's numbers for <method>", placed at the row's setting.
+    """
+    claims = {e["id"]: Claim(e["id"], e["place"], " ".join(str(e["words"]).split()), [], e.get("not_measured"))
+              for e in entries or []}  # fmt: skip
+    for cell in cells:
+        if not cell.get("verdict"):
+            continue
+        entry = next((e for e in entries or [] if any(cell_matches(cell, p) for p in e.get("cells") or [])), None)
+        if entry is None:
+            key = f"{cell['item']}: {cell['method']}"
+            claims.setdefault(
+                key, Claim(key, settings.get(cell["item"]) or cell["item"], f"the paper's numbers for {cell['method']}")
+            )
+        else:
+            key = entry["id"]
+        cell["claim"] = key
+        claims[key].cells.append(cell)
+    for claim in claims.values():
+        claim.diagnostic = bool(claim.cells) and all(c.get("diagnostic") for c in claim.cells)
+    return list(claims.values())
+
+
+def cell_matches(cell: dict, pattern: dict) -> bool:
+    """Whether a claim's pattern (fnmatch on ``item``, ``method``, ``metric``; a key left out: any) names ``cell``."""
+    return all(fnmatchcase(str(cell.get(key, "")), str(pattern.get(key, "*"))) for key in ("item", "method", "metric"))
+
+
+def claim_counts(claims: list[Claim], diagnostic: bool = False) -> dict[str, int]:
+    """How many claims have each verdict: the paper's protocol's, or (``diagnostic``) the diagnostic items'."""
+    return {v: sum(1 for c in claims if c.verdict == v and c.diagnostic == diagnostic) for v in VERDICTS}
+
+
+# ---------------------------------------------------------------------- evidence from the runs
+def undecided_cell(
+    rules: dict, setting: str, method: str, column: str, values: dict, paper_train: float | None
+) -> str | None:
+    """Why a cell cannot be decided whatever its value, or None.
+
+    Two cases: the judgement file's ``undecidable`` entries (setting, method and metric
+    patterns, as the reasons', with a one-line ``why``: a measurement that is not the paper's
+    quantity, as a proxy event), and a cosine of a method that falls short of the paper's fit
+    of its training set (more than the train floor below the paper's training accuracy): the
+    neurons of a network that did not fit are not the paper's fitted network's, and their
+    largest cosine with the ground truth is that of directions with no signal. (A value the
+    method gives by construction is :func:`by_construction`'s, a verdict of its own.)
+    """
+    listed = first_match(rules.get("undecidable"), setting, method, column)
+    if listed is not None:
+        return " ".join(str(listed["why"]).split()).rstrip(".")
+    if column in TRIVIAL_AT_START and paper_train is not None:
+        train, _, _ = summarize(reached(values.get("train_acc")))
+        floor = float(rules["tolerances"]["train"]["absolute"])
+        if train is not None and train < paper_train - floor:
+            return (
+                f"featlearn's {method} falls short of the paper's fit of its training set ({train:.1f}% against "
+                f"{paper_train:.1f}%), so its neurons are not those of the paper's fitted network, and their largest "
+                "cosine with the ground truth says nothing of what that network learned"
+            )
+    return None
+
+
+def weaker_rival(
+    relation: str,
+    method: str,
+    mean: float | None,
+    interval: list[float] | None,
+    paper_value: float | None,
+    floor: float,
+    ours: tuple[float, float] | None = None,
+) -> str | None:
+    """Why a relation against featlearn's run of a method is undecided: that run is a weaker rival than the paper's.
+
+    "Ours beats it" says nothing of the paper's method when featlearn's rival falls short of
+    the paper's value of it (more than the floor, or its whole interval, on the losing side:
+    below for ``>``, above for ``<``, as an exponent of samples): the relation may hold against
+    an untuned or weakened baseline and not against the paper's. None where the paper gives no
+    value of the rival, where ours is as strong, or where the relation holds against the paper's
+    value too (``ours``: the left side's edges, ``(low, high)``, its interval or mean -+ its spread).
+    """
+    if paper_value is None or mean is None or relation not in ("<", ">"):
+        return None
+    low, high = interval if interval is not None else (mean - floor, mean + floor)  # beyond the floor either way
+    weaker = high < paper_value if relation == ">" else low > paper_value
+    if not weaker:
+        return None
+    if ours is not None and (ours[1] < paper_value if relation == "<" else ours[0] > paper_value):
+        return None  # it beats the paper's own rival as well
+    shown = f"{mean:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval is not None else "")
+    return (
+        f"featlearn's {method} ({shown}) is a weaker rival than the paper's ({paper_value:g}), and the relation does "
+        "not hold against the paper's value: it may hold against ours only"
+    )
+
+
+def relation_undecided(
+    claim: dict, results: dict[str, dict], rules: dict, paper_value: float | None = None
+) -> str | None:
+    """Why a claim between accuracies cannot be decided by its measurements, or None.
+
+    Five cases:
+
+    * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
+      its trivial rate: it does not fit the task, so its spread says nothing of its stability;
+    * a bound on the spread of a method some of whose seeds degenerated (a constant predictor's
+      accuracy in the spread measures the failures, not the method's stability);
+    * a bound on the spread of a method whose mean is not the paper's (``paper_value``, the
+      paper's value of that method and metric, more than the floor away): the paper's spread
+      is of its own fit, and a spread of another fit cannot confirm or refute it;
+    * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
+      training set either: chance on the test set then says nothing about generalisation;
+    * two methods compared on sets whose trivial rates differ by more than the floor (a task
+      with and without its input structure): equal accuracies may be two constant predictors.
+    """
+    left, right = claim["left"], claim.get("right")
+    if left["metric"] not in TRIVIAL_SETS:
+        return None
+    values = results.get(left["method"]) or {}
+    floor = float(rules["tolerances"][left["metric"]]["absolute"])
+    if left.get("statistic") == "std":
+        mean, spread, seeds, trivial, failed = fit_summary(values, left["metric"])
+        if mean is not None and trivial is not None and abs(mean - trivial) <= floor:
+            return (
+                f"{left['method']} sits within the floor of its trivial rate ({mean:.1f}% against {trivial:.1f}%): "
+                "it does not fit the task, so its spread over the seeds says nothing of the method's stability"
+            )
+        if failed:
+            return (
+                f"{failed} of featlearn's {len(values['degenerate'])} seeds of {left['method']} degenerated "
+                "(DegenerateRuns: one class predicted, or a loss that grew by orders of magnitude): a spread that "
+                "failed fits are part of says nothing of the method's stability"
+            )
+        if mean is not None and paper_value is not None and abs(mean - paper_value) > floor:
+            return (
+                f"featlearn's {left['method']} ({mean:.1f}%) is not the paper's ({paper_value:.1f}%, this item's "
+                f"table): the paper's spread is of its own fit, and the spread of another fit can neither confirm "
+                f"nor refute it"
+            )
+        bound = claim.get("value")
+        if bound is not None and spread is not None:
+            low, high = std_interval(spread, seeds)
+            if low <= float(bound) <= high:
+                return (
+                    f"{seeds} seeds bound a standard deviation only loosely: the sample's {spread:.2f} puts the true "
+                    f"one between {low:.2f} and {high:.2f} (95%), which holds the paper's {float(bound):g}"
+                )
+        return None
+    if right is None:
+        return None
+    if right["method"].startswith(TRIVIAL_ROW):
+        evidence = trivial_evidence(values, left["metric"], rules)
+        if evidence.get("fits_training_set") is False:
+            train, _, _ = summarize(reached(values.get("train_acc")))
+            trivial, _, _ = summarize(values.get("train_majority"))
+            return (
+                f"{left['method']} does not fit its training set either ({train:.1f}% against a trivial rate of "
+                f"{trivial:.1f}%), so chance on the test set says nothing about generalisation"
+            )
+        return None
+    theirs_values = results.get(right["method"]) or {}
+    their_column = right.get("metric", left["metric"])
+    their_mean, _, _, their_trivial, their_failed = fit_summary(theirs_values, their_column)
+    at_chance = their_mean is not None and their_trivial is not None and abs(their_mean - their_trivial) <= floor
+    if their_column in TRIVIAL_SETS and (their_failed or at_chance):
+        why = (
+            f"{their_failed} of its {len(theirs_values['degenerate'])} seeds degenerated"
+            if their_failed
+            else f"it sits within the floor of its trivial rate ({their_mean:.1f}% against {their_trivial:.1f}%)"
+        )
+        return (
+            f"the other side, {right['method']}, is a failed fit ({why}), so the relation compares "
+            f"{left['method']} with a constant predictor, not with the method"
+        )
+    mine, _, _ = summarize((results.get(left["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+    theirs, _, _ = summarize((results.get(right["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+    if mine is not None and theirs is not None and abs(mine - theirs) > floor:
+        return (
+            f"the two sides are accuracies on sets whose trivial rates differ ({mine:.1f}% against {theirs:.1f}%), "
+            "so equal accuracies may be two constant predictors and unequal ones say nothing of the method"
+        )
+    return None
+
+
+def fit_summary(values: dict, column: str) -> tuple[float | None, float | None, int, float | None, int]:
+    """A method's fit of one accuracy column: (mean, std, seeds, trivial rate of its set, degenerate seeds)."""
+    metric = next(m for c, m, _, _ in COLUMNS if c == column)
+    mean, std, seeds = summarize(reached(values.get(metric)))
+    trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[column]}_majority"))
+    return mean, std, seeds, trivial, sum(bool(flag) for flag in values.get("degenerate") or [])
+
+
+def std_interval(std: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    r"""The ``level`` confidence interval of a normal law's standard deviation from a sample's ``std`` of ``n``.
+
+    .. math:: \big[s \sqrt{(n-1)/\chi^2_{1-\alpha/2,\,n-1}},\; s \sqrt{(n-1)/\chi^2_{\alpha/2,\,n-1}}\big]
+
+    (for 5 seeds, 0.60 s to 2.87 s at 95%).
+    """
+    from scipy.stats import chi2
+
+    tail = (1.0 - level) / 2.0
+    return std * math.sqrt((n - 1) / chi2.ppf(1.0 - tail, n - 1)), std * math.sqrt((n - 1) / chi2.ppf(tail, n - 1))
+
+
+def trivial_evidence(values: dict, column: str, rules: dict, paper_train: float | None = None) -> dict:
+    """What :func:`~featlearn.studies.judgement.judge` needs of a method's runs to apply the trivial-rate rule.
+
+    ``trivial``: the mean majority-class rate of the cell's set, or for a cosine
+    (:data:`~featlearn.studies.judgement.TRIVIAL_AT_START`) its mean value at step 0;
+    ``fits_training_set``: whether the method fits its training set as the paper's does: its
+    training accuracy more than the train floor above its own trivial rate and, where the paper
+    gives the method's training accuracy (``paper_train``), not more than the floor below it (a
+    network that reaches 55% where the paper's memorises at 100% has not fit, so its test at
+    chance is no "fits, yet tests at chance"); ``degenerate``: whether every seed's run degenerated
+    (:class:`~featlearn.callbacks.DegenerateRuns`), and ``degenerate_seeds`` how many did.
+    """
+    flags = values.get("degenerate") or []
+    degenerate = {"degenerate": bool(flags) and all(flags), "degenerate_seeds": sum(bool(f) for f in flags)}
+    if column in TRIVIAL_AT_START:  # the value at step 0 (ComparisonTable: from the runs' logged curves)
+        start, _, _ = summarize(values.get(f"{column}_start"))
+        return {"trivial": start, **degenerate}
+    if column not in TRIVIAL_SETS:
+        return {}
+    trivial, _, _ = summarize(values.get(f"{TRIVIAL_SETS[column]}_majority"))
+    train, _, _ = summarize(reached(values.get("train_acc")))
+    train_trivial, _, _ = summarize(values.get("train_majority"))
+    tolerances = rules["tolerances"]
+    floor = float(tolerances.get("train", tolerances[column])["absolute"])  # a paper may judge test accuracy only
+    fits = None if train is None or train_trivial is None else train - train_trivial > floor
+    if fits and paper_train is not None:
+        fits = train >= paper_train - floor
+    return {"trivial": trivial, "fits_training_set": fits, **degenerate}
+
+
+def reached(values: list | None) -> list[float] | None:
+    """The seeds' values without those a run did not reach (None: a phase that never ended)."""
+    return None if values is None else [v for v in values if v is not None]
+
+
+# ---------------------------------------------------------------------- the cells of a report
+def trivial_rates(results: dict[str, dict]) -> dict[str, dict[str, list[float]]]:
+    """The item's trivial-rate rows: the train and test sets' majority-class rates (percent per seed).
+
+    :data:`TRIVIAL_ROW` from the first method whose runs measured them on the data with its
+    input structure (every such method trains on the same sets), and the same row "w/o
+    structure" from the first method on the variant without it, whose labels can be far more
+    one-sided; none where no run measured them. Its cosine is that method's at step 0 (the
+    random initialisation's, which every method of the item shares).
+    """
+    rows: dict[str, dict[str, list[float]]] = {}
+    for method, values in results.items():
+        row = f"{TRIVIAL_ROW}, w/o structure" if "w/o structure" in method else TRIVIAL_ROW
+        if row not in rows and values.get("test_majority"):
+            rows[row] = {"train_acc": values.get("train_majority"), "test_acc": values["test_majority"]}
+            if values.get("cos_start"):  # the cosine's trivial value: the random initialisation's
+                rows[row]["cos_similarity"] = values["cos_start"]
+    return dict(sorted(rows.items(), key=lambda item: item[0] != TRIVIAL_ROW))
+
+
+def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[dict]:
+    """Every cell of the report: one row per item, method and metric featlearn or the paper has.
+
+    A compare item gets a row :data:`TRIVIAL_ROW` with its sets' majority-class rates, and every
+    accuracy cell is judged against its own method's trivial rate (:func:`~featlearn.studies.judgement.judge`).
+    """
+    cells = []
+    for item in plan.items:
+        outcome = outcomes[item.id]
+        paper_methods = [m for (setting, m) in numbers if setting == item.setting]
+        results = dict(outcome.get("results") or {})
+        if item.kind == "compare":
+            results.update(trivial_rates(results))
+        methods = list(results) or paper_methods
+        for method in dict.fromkeys(methods + paper_methods):
+            values = results.get(method, {})
+            row = numbers.get((item.setting, method), {})
+            for column, metric, _, _ in COLUMNS:
+                relation, reference = column_relation(row.get("relation", "="), column)
+                paper_value = row.get(column)
+                if reference is not None:  # judged against another method's mean in this item
+                    paper_value, _, _ = summarize(reached((results.get(reference) or {}).get(metric)))
+                raw = values.get(metric)
+                measured = reached(raw)
+                if paper_value is None and not measured and not raw:
+                    continue
+                cell = {"item": item.id, "setting": item.setting or "", "method": method, "metric": column}
+                cell.update(relation=relation, reference=reference, unreached=len(raw or []) - len(measured or []))
+                if outcome["status"] != "run":
+                    judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
+                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
+                    cell.update(verdict=judged["verdict"] if judged else "")
+                elif method not in results:
+                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
+                    cell.update(verdict="not run", reason="not among this scale's methods")
+                else:
+                    edges = [m for m in (method, reference) if all((results.get(m) or {}).get("at_grid_edge") or [0])]
+                    interval = values.get(f"{metric}_interval")  # a fitted rate's 95% interval: its window
+                    judged = judge(
+                        paper_value,
+                        measured,
+                        column,
+                        item.setting or "",
+                        method,
+                        rules,
+                        relation,
+                        **trivial_evidence(values, column, rules, row.get("train")),
+                        inconclusive=(
+                            f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes (at "
+                            "the last size, or smoothed over the first), so the sweep does not place the U-curve's "
+                            "bottom"
+                            if edges
+                            else undecided_cell(rules, item.setting or "", method, column, values, row.get("train"))
+                        ),
+                        interval=None if interval is None else tuple(interval),
+                        built_in=by_construction(rules, item.setting or "", method, column),
+                    )
+                    mean, std, n = summarize(measured)
+                    cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
+                    if interval is not None:
+                        cell["interval"] = list(interval)
+                    cell["values"] = measured  # per seed, in seed order
+                    if judged is not None:
+                        cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
+                        cell.update(trivial=judged["trivial"], rules_out=judged.get("rules_out"))
+                cells.append(cell)
+    return cells
+
+
+def collect_relations(
+    plan: Plan, outcomes: dict[str, dict], rules: dict, numbers: dict | None = None
+) -> list[dict]:
+    """The paper's statements that are relations between measurements: one judged cell each.
+
+    Each entry of the judgement file's ``relations`` names its item, the relation in a few words,
+    the paper's words and place (``source``), the measured side (``left``: a method and a
+    metric column of that item), a relation (``=``, ``<``, ``>``) and the other side: a
+    number (``value``) or another method's mean (``right``, its metric defaulting to the
+    left's; ``right: {item}`` measures it in another item of the plan, and the claim is not
+    run where that item was not). ``left: {statistic: std}`` measures the spread of the
+    metric over the seeds instead of its mean (the paper's "standard deviations smaller than
+    0.5%"): one number, so a bound on it holds or not, with no spread of its own.
+    ``not_measured`` says why featlearn has no measurement for it yet. A claim is judged by
+    :func:`~featlearn.studies.judgement.judge`, after
+    :func:`~featlearn.studies.judgement.relation_undecided` has set aside
+    the claims its measurements cannot decide; the cells' trivial-rate rule itself does not
+    apply, since a claim may be about chance ("all three methods drop to chance").
+    ``numbers`` (:func:`~featlearn.studies.plan.paper_numbers`) gives the paper's own values,
+    against which a spread's method must be reproduced for its spread to speak of the paper's.
+    """
+    cells = []
+    for claim in rules.get("relations") or []:
+        item = next((i for i in plan.items if i.id == claim["item"]), None)
+        if item is None:  # an item --only left out (a test holds every claim to the shipped plan's items)
+            continue
+        outcome = outcomes.get(item.id, {"status": "not run", "why": "not among the items run"})
+        results = dict(outcome.get("results") or {})
+        results.update(trivial_rates(results))
+        cell = {"item": item.id, "setting": item.setting or "", "method": RELATION_PREFIX + claim["claim"]}
+        cell.update(relation=claim.get("relation", ""), source=claim["source"], kind="relation", reference=None)
+        cell.update(paper=None, mean=None, std=None, n=0, unreached=0, category="", reason="")
+        if claim.get("not_measured"):  # said, with why, before anything is looked up
+            # "not run" is for an item that did not run; in one that ran, an unmeasured relation is undecided.
+            ran = outcome["status"] == "run"
+            cell.update(metric=claim.get("left", {}).get("metric", ""), verdict="cannot decide" if ran else "not run")
+            cell.update(category="not measured" if ran else "", reason=" ".join(claim["not_measured"].split()))
+            if not ran:
+                cell["reason"] = f"{outcome['why']} (and not measured at any scale: {cell['reason']})"
+            cells.append(cell)
+            continue
+        left = claim["left"]
+        metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
+        cell["metric"] = left["metric"]
+        interval = (results.get(left["method"]) or {}).get(f"{metric}_interval")
+        other = outcome  # the item the right side is measured in: this one, or right.item
+        if "right" in claim:
+            right = claim["right"]
+            right_metric = next(m for c, m, _, _ in COLUMNS if c == right.get("metric", left["metric"]))
+            cell["reference"] = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
+            right_results = results
+            if right.get("item", item.id) != item.id:  # a claim across two items (e.g. two mixtures' parts)
+                cell["reference"] += f", {right['item']}"
+                other = outcomes.get(right["item"], {"status": "not run", "why": "not among the items run"})
+                other = {**other, "why": f"{right['item']}: {other.get('why', '')}"}
+                right_results = dict(other.get("results") or {})
+            paper, _, _ = summarize(reached((right_results.get(right["method"]) or {}).get(right_metric)))
+            right_interval = (right_results.get(right["method"]) or {}).get(f"{right_metric}_interval")
+            if interval is not None and right_interval is not None:  # two fitted rates: interval against interval
+                cell["paper_interval"] = list(right_interval)
+            right_setting = next((i.setting for i in plan.items if i.id == right.get("item", item.id)), None)
+            right_column = right.get("metric", left["metric"])
+            their_row = (numbers or {}).get((right_setting, right["method"]), {})
+            stated = column_relation(their_row.get("relation", "="), right_column) == ("=", None)
+            their_paper = their_row.get(right_column) if stated else None  # a value, not a bound, of the rival
+            rival = (claim["relation"], right["method"], paper, right_interval, their_paper)
+            rival_floor = float(rules["tolerances"][right_column]["absolute"])
+        else:
+            paper, rival = float(claim["value"]), None
+        values = reached((results.get(left["method"]) or {}).get(metric))
+        if left.get("statistic") == "std":  # the spread over seeds, one measured number
+            _, spread, seeds = summarize(values)
+            cell["metric_statistic"] = f"std over {seeds} seeds"
+            cell["seed_values"] = values  # the evidence behind the spread, shown beside it
+            values = None if spread is None else [spread]
+        elif left.get("statistic") is not None:
+            raise ValueError(f"A claim's left.statistic must be 'std' or absent, got {left['statistic']!r}: {claim}.")
+        mean, std, n = summarize(values)
+        cell.update(paper=paper, mean=mean, std=std, n=n, left=left["method"], values=values)
+        if outcome["status"] != "run":
+            cell.update(verdict="not run", reason=outcome["why"])
+        elif other["status"] != "run":
+            cell.update(verdict="not run", reason=other["why"])
+        elif paper is None or mean is None:
+            cell.update(verdict="not run", reason="a side of the claim was not measured at this scale")
+        else:
+            paper_row = (numbers or {}).get((item.setting, left["method"]), {})
+            spread = float(rules["tolerances"][left["metric"]].get("std_multiple", 0.0)) * (std or 0.0)
+            edges = tuple(interval) if interval is not None else (mean - spread, mean + spread)
+            weaker = None if rival is None else weaker_rival(*rival, rival_floor, ours=edges)
+            undecided = weaker or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
+            built_in = claim.get("by_construction") or (
+                spread_at_ceiling(cell["seed_values"], paper)
+                if left.get("statistic") == "std" and left["metric"] in TRIVIAL_SETS and claim["relation"] == "<"
+                else None
+            )
+            judged = judge(
+                paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"],
+                inconclusive=undecided, interval=None if interval is None else tuple(interval),
+                inconclusive_category=WEAKER_RIVAL if weaker else "inconclusive",
+                paper_interval=tuple(cell["paper_interval"]) if cell.get("paper_interval") else None,
+                built_in=built_in,
+            )  # fmt: skip
+            if interval is not None:
+                cell["interval"] = list(interval)
+            cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
+            cell["rules_out"] = judged.get("rules_out")
+        cells.append(cell)
+    return cells
+
+
+def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> tuple[list[dict], list[Claim]]:
+    """Every cell of the report judged, and the paper's claims with their cells (the report's headline).
+
+    The table cells and the relations, each judged alone; then a ✓ cosine or test accuracy of
+    a method whose own training fit differs is set to ○ (:func:`~featlearn.studies.judgement.guard_failed_fits`),
+    and each judged cell is assigned to the claim it tests
+    (:func:`~featlearn.studies.judgement.assign_claims`).
+    """
+    cells = collect_cells(plan, outcomes, numbers, rules) + collect_relations(plan, outcomes, rules, numbers)
+    diagnostics = {item.id for item in plan.items if item.diagnostic}
+    for cell in cells:
+        cell["diagnostic"] = cell["item"] in diagnostics
+    guard_failed_fits(cells)
+    claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})
+    return cells, claims

@@ -1,11 +1,15 @@
 r"""The reproduction report as a page: Markdown tables of verdicts, the summary, and its HTML rendering.
 
-:func:`write_report` writes ``report.md`` (the verdict counts, the summary of conclusions,
-a table of contents, then a section per item: the paper beside featlearn, the claims, the
-tuned constants, the figures), ``report.html`` (the same page rendered by markdown-it-py,
+:func:`write_report` writes ``report.md`` (the claims' verdict counts and the claims
+matrix first: one line per claim of the paper, its place, the paper's number against
+featlearn's and the verdict, linked to its evidence; then the cells' counts, the rules, a
+one-line summary per item, a table of contents, a section per item: the paper beside
+featlearn, the relations, the tuned constants, the figures; and last the notes, each long
+reason written once), ``report.html`` (the same page rendered by markdown-it-py,
 self-contained: figures embedded), ``results.csv`` and ``results.json`` (every cell, with
-its per-seed values). :func:`summary_table` is the verdict counts per item that the docs
-show. The cells and verdicts themselves come from :mod:`featlearn.studies.reproduce` and
+its per-seed values and its claim; the notes and claims in the JSON). :func:`summary_table`
+is the claims matrix and the cells' counts per item that the papers' pages show. The cells
+and verdicts themselves come from :mod:`featlearn.studies.reproduce` and
 :mod:`featlearn.studies.judgement`.
 """
 
@@ -18,12 +22,55 @@ import json
 import re
 from pathlib import Path
 
-from featlearn.studies.judgement import VERDICTS, verdict_counts
+from featlearn.studies.judgement import (
+    MARKS,
+    RELATION_PREFIX,
+    VERDICTS,
+    Claim,
+    claim_counts,
+    short_reason,
+    verdict_counts,
+)
 from featlearn.studies.plan import COLUMNS, Plan, RunSettings, judgement_rules
 from featlearn.studies.report_items import ITEM_KINDS
 
-#: How a claim cell's method is named in results.csv: its words, so a reader of the CSV sees what was checked.
-CLAIM_PREFIX = "claim: "
+#: A claim's verdict as the claims matrix shows it: a coloured mark, then the word.
+CLAIM_MARKS = {
+    "reproduced": "✅ reproduced",
+    "differs": "❌ differs",
+    "cannot decide": "🟡 cannot decide",
+    "by construction": "🔷 holds by construction",
+    "not run": "⬜ not run",
+}
+
+
+class Notes:
+    """The long reasons of a report, each written once at the end: a cell shows the first sentences and links there."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def number(self, reason: str) -> int | None:
+        """The note of a reason too long for a table (:func:`~featlearn.studies.judgement.short_reason`), or None."""
+        text = " ".join((reason or "").split())
+        if short_reason(text) == text:
+            return None
+        return self.numbers.setdefault(text, len(self.numbers) + 1)
+
+    def cite(self, reason: str) -> str:
+        """The reason as a table shows it: whole when short, else its first sentences and a link to its note."""
+        number = self.number(reason)
+        text = " ".join((reason or "").split())
+        return text if number is None else f"{short_reason(text)} ([note {number}](#note-{number}))"
+
+    def lines(self) -> list[str]:
+        """The notes section: each long reason once, under a heading a cell links to."""
+        if not self.numbers:
+            return []
+        lines = ["", "## Notes", "", "The reasons too long for a table, each written once; the cells link here."]
+        for text, number in self.numbers.items():
+            lines += ["", f"### Note {number}", "", text]
+        return lines
 
 
 def interval_text(interval: list[float] | None, decimals: int) -> str:
@@ -36,11 +83,12 @@ def table_text(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def claims_table(rows: list[dict]) -> list[str]:
-    """An item's claims as Markdown: the claim, the paper's words, featlearn's two sides and the verdict."""
+def relations_table(rows: list[dict], notes: Notes | None = None) -> list[str]:
+    """An item's relations as Markdown: the relation, the paper's words, featlearn's two sides and the verdict."""
+    notes = notes or Notes()
     if not rows:
         return []
-    lines = ["| Claim | The paper | featlearn | Verdict |", "|---|---|---|---|"]
+    lines = ["| Relation | The paper | featlearn | Verdict |", "|---|---|---|---|"]
     for row in rows:
         decimals = _decimals(row["metric"]) if row["metric"] else 2
         ours = (
@@ -59,16 +107,20 @@ def claims_table(rows: list[dict]) -> list[str]:
         if measured and row.get("seed_values"):  # a spread: the seeds' values it is the spread of
             seeds = ", ".join(f"{v:.{decimals}f}" for v in row["seed_values"])
             measured += f"; the seeds' {row['metric']} values: {seeds}"
-        verdict = {
-            "reproduced": "✓",
-            "differs": f"✗ {row['category']}: {row['reason']}",
-            "uninformative": f"○ {row['category']}: {row['reason']}",
-            "not run": f"not run: {row['reason']}",
-        }[row["verdict"]]
-        claim = row["method"][len(CLAIM_PREFIX) :]
-        cells = (claim, row["source"], measured, verdict)
+        verdict = verdict_text(row, notes)
+        relation = row["method"][len(RELATION_PREFIX) :]
+        cells = (relation, row["source"], measured, verdict)
         lines.append("| " + " | ".join(table_text(cell) for cell in cells) + " |")
-    return ["", "Claims of the paper checked as relations:", "", *lines]
+    return ["", "The paper's statements checked as relations:", "", *lines]
+
+
+def verdict_text(cell: dict, notes: Notes) -> str:
+    """A cell's verdict in words: its mark, what a ✓ rules out, or the category and the (cited) reason."""
+    if cell["verdict"] == "reproduced":
+        return "✓" + (f" (rules out {cell['rules_out']})" if cell.get("rules_out") else "")
+    if cell["verdict"] == "not run":
+        return f"not run: {notes.cite(cell['reason'])}"
+    return f"{MARKS[cell['verdict']]} {cell['category']}: {notes.cite(cell['reason'])}"
 
 
 def _format(value: float | None, decimals: int) -> str:
@@ -79,21 +131,18 @@ def _decimals(column: str) -> int:
     return next(d for c, _, _, d in COLUMNS if c == column)
 
 
-#: How a verdict shows in a table cell.
-MARKS = {"reproduced": "✓", "differs": "✗", "uninformative": "○", "not run": "not run", "": ""}
-
-
-def item_table(rows: list[dict], ran: bool) -> list[str]:
+def item_table(rows: list[dict], ran: bool, notes: Notes | None = None) -> list[str]:
     """One item's cells as Markdown: a row per method, per metric "featlearn (paper P) mark"; then the reasons."""
     if not rows:
         return []
+    notes = notes or Notes()
     metrics = [c for c, _, _, _ in COLUMNS if any(r["metric"] == c for r in rows)]
     labels = {c: label for c, _, label, _ in COLUMNS}
     lines = [
         "| Method | " + " | ".join(table_text(labels[m]) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
-    notes = []
+    reasons: dict[str, list[str]] = {}  # a verdict's text -> the cells it explains: one cause, written once
     for method in dict.fromkeys(r["method"] for r in rows):
         cells = []
         for metric in metrics:
@@ -111,133 +160,46 @@ def item_table(rows: list[dict], ran: bool) -> list[str]:
             against = f"{bound}{cell['reference']}'s {value}" if cell.get("reference") else f"paper {bound}{value}"
             paper = "" if cell["paper"] is None else f" ({against})"
             cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
-            if cell["verdict"] in ("differs", "uninformative"):
-                notes.append(f"- {method}, {metric}: {cell['verdict']}: {cell['category']}. {cell['reason']}")
-            elif cell["verdict"] == "not run" and ran:
-                notes.append(f"- {method}, {metric}: not run: {cell['reason']}")
+            explained = cell["verdict"] in ("differs", "cannot decide", "by construction")
+            if explained or (cell["verdict"] == "not run" and ran):
+                reasons.setdefault(verdict_text(cell, notes), []).append(f"{method}, {metric}")
         lines.append(f"| {table_text(method)} | " + " | ".join(cells) + " |")
     legend = (
-        "✓ reproduced, ✗ differs, ○ uninformative: both at the trivial rate, or inconclusive (reasons below); "
-        "no mark: the paper gives no number."
+        "✓ reproduced, ✗ differs, ○ cannot decide (both at the trivial rate, a rival that passes the same test, or "
+        "inconclusive), ≡ holds by construction (reasons below); no mark: the paper gives no number."
     )
-    return [*lines, "", legend, *([""] + notes if notes else [])]
+    listed = [f"- {'; '.join(cells)}: {text}" for text, cells in reasons.items()]
+    return [*lines, "", legend, *([""] + listed if listed else [])]
 
 
-def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[dict], wall: dict) -> None:
+def write_report(
+    out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[dict], claims: list[Claim], wall: dict
+) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
-    counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
-    fields = [
-        "item",
-        "setting",
-        "method",
-        "metric",
-        "relation",
-        "paper",
-        "mean",
-        "std",
-        "n",
-        "interval",
-        "values",
-        "verdict",
-        "category",
-        "reason",
-    ]
-    with open(out / "results.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        for cell in cells:
-            row = {k: ("" if cell.get(k) is None else cell.get(k)) for k in fields}
-            row["values"] = " ".join(repr(v) for v in cell.get("values") or [])  # every seed's value
-            row["interval"] = " ".join(repr(v) for v in cell.get("interval") or [])  # a fitted rate's 95% interval
-            writer.writerow(row)
-    summary = {"paper": plan.paper, "scale": args.scale, "counts": counts, "diagnostic_counts": diagnostic, **wall}
-    (out / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1, default=str))
-
+    notes = Notes()
+    headings = {item.id: f"{item.id}: {item.title}" for item in plan.items}
     md = [f"# Reproduction report: {plan.title}", ""]
     md.append(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
         f"Regenerate: `featlearn reproduce --paper {plan.paper} --scale {args.scale} --out DIR`."
     )
-    md.append("")
-    md.append(
-        f"**Verdicts: {counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} "
-        f"uninformative (at the trivial rate, or inconclusive), {counts['not run']} not run** (the cells with a number "
-        "in the paper, and the paper's claims, at featlearn's protocol)."
-        + (
-            f" Diagnostic items, featlearn's own variants judged against the paper's cells for what they show and "
-            f"not counted here: {diagnostic['reproduced']} reproduced, {diagnostic['differs']} differ, "
-            f"{diagnostic['uninformative']} uninformative."
-            if any(diagnostic.values())
-            else ""
-        )
-    )
-    md.append("")
-    md.append(
-        f"Time: {wall['training_seconds'] / 60:.1f} min, the sum of every trial's run (tuning included), as "
-        f"each ran on {wall['machine']}. The invocations that filled this folder (a rerun reuses finished "
-        f"trials): "
-        + "; ".join(
-            f"{run['wall_seconds'] / 60:.1f} min, peak resident memory {run['peak_rss_gib']:.2f} GiB"
-            for run in wall.get("invocations", [wall])
-        )
-        + "."
-    )
-    md += ["", "How cells are judged (`featlearn/studies/judgement.py`):", ""]
-    floors = ", ".join(f"{column} {t['absolute']:g}" for column, t in judgement_rules(plan.paper)["tolerances"].items())
-    md.append(
-        f"- reproduced when |featlearn mean - paper| <= the metric's floor ({floors}; accuracies in points); "
-        "the ± beside a cell is the standard deviation over seeds, shown, never added to the window"
-    )
-    md.append(
-        '- an accuracy is judged against its set\'s trivial rate (the row "Trivial (majority class)": always '
-        "predicting the commonest class), a cosine against its value at step 0 (that row's cosine: the random "
-        "initialisation's, which a frozen layer keeps): ○ uninformative when the paper's value lies within the "
-        "floor of it and featlearn's lies there too or within the floor of the paper's (unless the method fits its "
-        "training set and only its test accuracy sits there), ✗ a failed fit when featlearn's lies there (or every "
-        "run degenerated) and the paper's does not, and never ✓ for a mean that some seeds' degenerate runs are "
-        "part of; a cosine of a method that falls short of the paper's fit of its training set is ○ (its neurons "
-        "are not the fitted network's), as is a cell the judgement file lists as given by construction"
-    )
-    if any(c.get("relation") in ("<", ">") for c in cells):
-        md.append(
-            "- a bound (paper `< v` or `> v`: a theorem's rate, a claim that one curve ends above another): "
-            "reproduced when featlearn's mean plus (minus) std_multiple x its std is below (above) v"
-        )
-    if any(c.get("interval") for c in cells):
-        md.append(
-            "- a fitted rate (an exponent over d or eta, in brackets its 95% bootstrap interval) is one fit over every "
-            "seed: reproduced when the paper's value lies inside the interval, or a bound holds at the interval's "
-            "edge; two rates compared with each other are equal when their intervals overlap, and one is below the "
-            "other when its interval lies strictly below; no floor widens it"
-        )
-    if any(c.get("kind") == "claim" for c in cells):
-        md.append(
-            "- a claim of the paper (the table under an item) is a relation between two measurements, or a "
-            "measurement and the paper's bound, judged by the same floors and bounds; ○ inconclusive where its "
-            "measurements cannot decide it: the spread of a method that sits at its trivial rate, has degenerate "
-            "seeds or whose mean is not the paper's (the paper's spread is of its own fit), chance on the test set "
-            "of a method that does not fit its training set either, a relation to a method that is itself a failed "
-            "fit, or two accuracies on sets whose trivial rates differ; a claim about chance itself is judged "
-            "against the Trivial row"
-        )
-    if any(c.get("metric_statistic") for c in cells):
-        md.append(
-            "- a spread (std over seeds) is the sample standard deviation of as many seeds as the paper ran, "
-            "compared with the paper's bound as the paper's own was; with 5 seeds it bounds the method's true "
-            "spread only loosely (a 95% interval of about 0.6 to 2.9 times the sample value), so a spread whose "
-            "interval holds the paper's bound is ○, and only one whose interval lies wholly on one side is judged"
-        )
-    if any(c.get("reference") for c in cells):
-        md.append(
-            "- a cell beside a method's name in place of \"paper\" is judged against that method's featlearn "
-            "mean in the same item (e.g. a rotated run against the Network)"
-        )
-    md.append(f"- the reasons for known differences: `featlearn/papers/{plan.paper}.yaml`")
-    md += ["", *conclusions(plan, outcomes, cells)]
+    md += ["", headline(claims), "", *claims_matrix(claims, headings, notes)]
+    counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
+    md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
+           + (f"; diagnostic items: {count_text(diagnostic)}" if any(diagnostic.values()) else "") + "."]  # fmt: skip
+    invocations = wall.get("invocations", [wall])
+    md += [
+        "",
+        f"Time: {wall['training_seconds'] / 60:.1f} min of training (every trial, tuning included), "
+        f"{sum(r['wall_seconds'] for r in invocations) / 60:.1f} min of wall time over {len(invocations)} "
+        f"invocation(s), peak resident memory {max(r['peak_rss_gib'] for r in invocations):.2f} GiB, on "
+        f"{wall['machine']} (each invocation in `results.json`).",
+    ]
+    md += ["", *judgement_lines(plan, cells), "", *conclusions(plan, outcomes, cells)]
     figures: dict[str, list[Path]] = {}
     for item in plan.items:
         outcome = outcomes[item.id]
-        md += ["", f"## {item.id}: {item.title}", ""]
+        md += ["", f"## {headings[item.id]}", ""]
         if item.notes:
             md += [item.notes.strip(), ""]
         if outcome["status"] != "run":
@@ -247,9 +209,9 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
             seconds = outcome["training_seconds"]
             md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
-        rows = [c for c in cells if c["item"] == item.id and c.get("kind") != "claim"]
-        md += item_table(rows, outcome["status"] == "run")
-        md += claims_table([c for c in cells if c["item"] == item.id and c.get("kind") == "claim"])
+        rows = [c for c in cells if c["item"] == item.id and c.get("kind") != "relation"]
+        md += item_table(rows, outcome["status"] == "run", notes)
+        md += relations_table([c for c in cells if c["item"] == item.id and c.get("kind") == "relation"], notes)
         if outcome["status"] == "run":
             md += ITEM_KINDS[item.kind].lines(outcome)
         tuned = outcome.get("tuned") or {}
@@ -265,12 +227,180 @@ def write_report(out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells
         figures[item.id] = pictures
         if pictures:  # one paragraph: side by side on GitHub, a grid in the HTML page
             md += ["", " ".join(f"![{picture.stem}](figures/{picture.name})" for picture in pictures)]
+    md += notes.lines()
     drawn = {picture.resolve() for pictures in figures.values() for picture in pictures}
     for stale in (out / "figures").glob("*.png"):  # pictures of an earlier plan's runs, no longer shown
         if stale.resolve() not in drawn:
             stale.unlink()
+    write_results(out, plan, args, cells, claims, notes, wall)
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
+
+
+def count_text(counts: dict[str, int]) -> str:
+    """Verdict counts in words: "12 reproduced, 3 differs, ..."."""
+    return ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+
+
+def headline(claims: list[Claim]) -> str:
+    """The report's first line of results: how many of the paper's claims have each verdict."""
+    counts, diagnostic = claim_counts(claims), claim_counts(claims, diagnostic=True)
+    total = sum(counts.values())
+    text = (
+        f"**The paper's {total} claims: {counts['reproduced']} reproduced, {counts['differs']} differ, "
+        f"{counts['cannot decide']} cannot be decided, {counts['by construction']} hold by construction, "
+        f"{counts['not run']} not run.**"
+    )
+    if any(diagnostic.values()):
+        text += f" featlearn's diagnostic items, apart: {count_text(diagnostic)}."
+    return text
+
+
+def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "") -> list[str]:
+    """One line per claim: its words, its place, the paper's number against featlearn's, the verdict and its evidence.
+
+    The numbers are those of the cell that decides the claim (the first whose verdict is the
+    claim's), with how many other cells the claim has; the evidence links to the item's section
+    (``link`` before the anchor: the report's path where the matrix is shown elsewhere), and a
+    long reason to its note (``notes``; None: the reason's first sentences alone).
+    """
+    lines = ["| Claim | Place | The paper | featlearn | Verdict |", "|---|---|---|---|---|"]
+    for claim in sorted(claims, key=lambda c: c.diagnostic):
+        verdict = claim.verdict
+        first = claim.deciding_cells[0] if claim.cells else None
+        deciding = next((c for c in claim.deciding_cells if c.get("verdict") == verdict), first)
+        if deciding is None:
+            why = claim.not_measured or ""
+            paper, ours = "", ""
+            evidence = f"not measured: {notes.cite(why) if notes is not None else short_reason(' '.join(why.split()))}"
+        else:
+            paper, ours = matrix_numbers(deciding)
+            others = len(claim.cells) - 1
+            ours += f" (+{others} cell{'s' if others > 1 else ''})" if others else ""
+            section = f"{link}#{anchor(headings.get(deciding['item'], deciding['item']))}"
+            evidence = f"[{deciding['item']}]({section})"
+            if verdict in ("differs", "cannot decide"):
+                evidence += f": {deciding['category']}"
+            elif verdict == "by construction":  # its one-line why
+                evidence += f": {short_reason(deciding['reason'], 200)}"
+        label = f"{claim.words}" + (" (diagnostic)" if claim.diagnostic else "")
+        row = (label, claim.place, paper, ours, f"{CLAIM_MARKS[verdict]}; {evidence}")
+        lines.append("| " + " | ".join(table_text(cell) for cell in row) + " |")
+    return lines
+
+
+def matrix_numbers(cell: dict) -> tuple[str, str]:
+    """A cell's two sides as the claims matrix shows them: the paper's (or the other side's) value, and featlearn's."""
+    if cell.get("paper") is None and cell.get("mean") is None:
+        return "", ""
+    decimals = _decimals(cell["metric"]) if cell["metric"] in {c for c, _, _, _ in COLUMNS} else 2
+    relation = cell.get("relation") or "="
+    if cell.get("kind") == "relation":  # its words are the claim's line; the sides are left method vs the other
+        side = f"{cell['reference']}'s " if cell.get("reference") else ""
+        statistic = f" ({cell['metric_statistic']})" if cell.get("metric_statistic") else ""
+        value = _format(cell["paper"], decimals)
+        paper = f"{cell.get('left', '')} {cell['metric']}{statistic} {relation} {side}{value}"
+    else:
+        paper = f"{cell['method']} {cell['metric']} {relation} {_format(cell['paper'], decimals)}"
+    paper += interval_text(cell.get("paper_interval"), decimals)
+    ours = _format(cell["mean"], decimals) + interval_text(cell.get("interval"), decimals)
+    if cell.get("std") and cell.get("n", 0) > 1:
+        ours += f" ± {cell['std']:.{decimals}f}"
+    return paper, ours
+
+
+def judgement_lines(plan: Plan, cells: list[dict]) -> list[str]:
+    """How cells and claims are judged (the rules of :mod:`featlearn.studies.judgement`), one bullet each."""
+    md = ["How cells and claims are judged (`featlearn/studies/judgement.py`):", ""]
+    floors = ", ".join(f"{column} {t['absolute']:g}" for column, t in judgement_rules(plan.paper)["tolerances"].items())
+    md.append(
+        "- a claim is one outcome statement of the paper; each cell belongs to the claim it tests "
+        f"(`featlearn/papers/{plan.paper}.yaml`'s `claims`); a claim differs when one of its cells does, cannot be "
+        "decided when one of them cannot, and is reproduced only when a cell is ✓ and the rest ✓ or ≡"
+    )
+    md.append(
+        f"- reproduced when |featlearn mean - paper| <= the metric's floor ({floors}; accuracies in points); "
+        "the ± beside a cell is the standard deviation over seeds, shown, never added to the window; every ✓ "
+        "names the alternative it rules out"
+    )
+    md.append(
+        "- an accuracy is judged against its set's trivial rate (the row \"Trivial (majority class)\"), a cosine "
+        "against its value at step 0 (the random initialisation's): ○ when the paper's value lies within the floor "
+        "of it and featlearn's lies there too or within the floor of the paper's, ✗ a failed fit when featlearn's "
+        "lies there (or its runs degenerated) and the paper's does not; a paper value below its own trivial rate is "
+        "said in the reason; a ✓ cosine or test accuracy of a method whose training cell differs is ○"
+    )
+    md.append(
+        "- ≡ holds by construction: a value that follows from featlearn's own process or code (a spread at the "
+        "ceiling, featlearn against itself under a symmetry its algorithm has, a value the paper does not state), "
+        "listed with its why in the judgement file's `by_construction`; never counted as reproduced"
+    )
+    if any(c.get("relation") in ("<", ">") or c.get("interval") for c in cells):
+        md.append(
+            "- a bound holds at the edge of the seeds' spread (std_multiple x std), a fitted rate (its 95% bootstrap "
+            "interval in brackets) when the paper's value lies inside the interval or the bound holds at its edge; "
+            "two rates are equal when their intervals overlap; where the judgement file's rival of the cell "
+            "(another functional form) passes the same test, the cell is ○"
+        )
+    if any(c.get("kind") == "relation" for c in cells):
+        md.append(
+            "- a relation (the table under an item) between two measurements, or a measurement and the paper's "
+            "bound, is judged by the same floors and bounds; ○ where its measurements cannot decide it (the spread "
+            "of a method at its trivial rate, with degenerate seeds or whose mean is not the paper's; a spread whose "
+            "95% interval, about 0.6 to 2.9 times the sample value at 5 seeds, holds the paper's bound; chance on "
+            "the test set of a method that does not fit its training set; a relation to a failed fit; accuracies on "
+            "sets whose trivial rates differ)"
+        )
+    return md
+
+
+def write_results(
+    out: Path, plan: Plan, args: RunSettings, cells: list[dict], claims: list[Claim], notes: Notes, wall: dict
+) -> None:
+    """``results.csv`` (a row per cell: its claim, per-seed values, verdict, short reason, note) and ``results.json``.
+
+    ``results.json`` also holds the claims, the notes and each item's section heading, so that
+    :func:`summary_table` draws the claims matrix, linked, from it alone.
+    """
+    fields = [
+        "claim", "item", "setting", "method", "metric", "relation", "paper", "mean", "std", "n", "interval", "values",
+        "verdict", "rules_out", "category", "reason", "note",
+    ]  # fmt: skip
+    rows = []
+    for cell in cells:
+        note = notes.number(cell.get("reason") or "")
+        rows.append({**cell, "reason": short_reason(" ".join((cell.get("reason") or "").split())), "note": note})
+    with open(out / "results.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        for cell in rows:
+            row = {k: ("" if cell.get(k) is None else cell.get(k)) for k in fields}
+            row["values"] = " ".join(repr(v) for v in cell.get("values") or [])  # every seed's value
+            row["interval"] = " ".join(repr(v) for v in cell.get("interval") or [])  # a fitted rate's 95% interval
+            writer.writerow(row)
+    summary = {
+        "paper": plan.paper,
+        "scale": args.scale,
+        "counts": claim_counts(claims),
+        "diagnostic_counts": claim_counts(claims, diagnostic=True),
+        "cell_counts": verdict_counts(cells),
+        "diagnostic_cell_counts": verdict_counts(cells, diagnostic=True),
+        **wall,
+    }
+    listed = [
+        {"id": c.id, "place": c.place, "words": c.words, "verdict": c.verdict, "diagnostic": c.diagnostic,
+         "not_measured": c.not_measured, "items": sorted({cell["item"] for cell in c.cells})}
+        for c in claims
+    ]  # fmt: skip
+    sections = {item.id: f"{item.id}: {item.title}" for item in plan.items}
+    content = {
+        "summary": summary,
+        "claims": listed,
+        "sections": sections,
+        "notes": {n: t for t, n in notes.numbers.items()},
+        "cells": rows,
+    }
+    (out / "results.json").write_text(json.dumps(content, indent=1, default=str))
 
 
 def anchor(heading: str) -> str:
@@ -296,10 +426,10 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
             continue
         counts = {v: sum(1 for c in judged if c["verdict"] == v) for v in VERDICTS}
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
-        flagged = [c for c in judged if c["verdict"] in ("differs", "uninformative")]
+        flagged = [c for c in judged if c["verdict"] in ("differs", "cannot decide", "by construction")]
         differing = [
-            f'the claim "{c["method"][len(CLAIM_PREFIX) :]}" ({c["category"]})'
-            if c.get("kind") == "claim"
+            f'the relation "{c["method"][len(RELATION_PREFIX) :]}" ({c["category"]})'
+            if c.get("kind") == "relation"
             else f"{c['method']} {c['metric']} ({c['category']})"
             for c in flagged
         ]
@@ -326,7 +456,11 @@ def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
 
     body = re.sub(r'src="(figures/[^"]+\.png)"', embed, body)
     body = body.replace("<p><img", '<p class="grid"><img')
-    body = re.sub(r"<h2>(.*?)</h2>", lambda m: f'<h2 id="{anchor(html.unescape(m.group(1)))}">{m.group(1)}</h2>', body)
+    body = re.sub(
+        r"<h([23])>(.*?)</h\1>",
+        lambda m: f'<h{m.group(1)} id="{anchor(html.unescape(m.group(2)))}">{m.group(2)}</h{m.group(1)}>',
+        body,
+    )
     style = (
         "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
@@ -339,10 +473,11 @@ def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
 
 
 def summary_table(out: Path) -> str:
-    """The README's summary of a report folder: verdict counts per item, from its ``results.json``.
+    """A papers' page's summary of a report folder, from its ``results.json``: the claims matrix, then cells per item.
 
-    ``featlearn reproduce --summary DIR`` prints it; the README's block is this text (a test
-    compares them), so no number there is copied by hand.
+    ``featlearn reproduce --summary DIR`` prints it; the papers' pages hold this text (a test
+    compares them), so no number there is copied by hand. Its links lead to the report's
+    sections from the folder above the reports' folder (``docs/``, where the pages live).
     """
     path = Path(out) / "results.json"
     if not path.is_file():
@@ -351,17 +486,34 @@ def summary_table(out: Path) -> str:
         )
     content = json.loads(path.read_text())
     summary, cells = content["summary"], content["cells"]
-    lines = [
-        f"| {summary['paper']}, scale `{summary['scale']}` | " + " | ".join(VERDICTS) + " |",
-        "|---|" + "---:|" * len(VERDICTS),
-    ]
+    if "claims" not in content:  # a report written before claims: its cells, judged by the rules of its time
+        return cell_counts_table(summary, cells, list(summary["counts"]), summary["counts"], earlier=True)
+    claims = [Claim(c["id"], c["place"], c["words"], [], c["not_measured"], c["diagnostic"]) for c in content["claims"]]
+    for claim in claims:
+        claim.cells = [cell for cell in cells if cell.get("claim") == claim.id]
+    link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
+    lines = [headline(claims), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
+    return "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
+
+
+def cell_counts_table(summary: dict, cells: list[dict], verdicts: list[str], total: dict, earlier: bool = False) -> str:
+    """The cells' verdict counts per item, as Markdown; ``earlier``: a report written before claims, said so first."""
+    lines = []
+    if earlier:
+        lines += [
+            f"This report predates claims (its results.json has none): its cells were judged by the rules of its "
+            f"time. Regenerate it: `featlearn reproduce --paper {summary['paper']} --scale {summary['scale']} "
+            "--out DIR`.",
+            "",
+        ]
+    title = f"{summary['paper']}, scale `{summary['scale']}`" + ("" if earlier else ": cells")
+    lines += [f"| {title} | " + " | ".join(verdicts) + " |", "|---|" + "---:|" * len(verdicts)]
     diagnostic_items = {c["item"] for c in cells if c.get("diagnostic")}
     for item in dict.fromkeys(c["item"] for c in cells):
-        counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in VERDICTS]
+        counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in verdicts]
         if any(counts):
             name = f"{item} (diagnostic)" if item in diagnostic_items else item
             lines.append(f"| {name} | " + " | ".join(str(n) for n in counts) + " |")
-    total = summary["counts"]
-    totals = " | ".join(f"**{total.get(v, 0)}**" for v in VERDICTS)
+    totals = " | ".join(f"**{total.get(v, 0)}**" for v in verdicts)
     lines.append(f"| **all**{' (diagnostic items not counted)' if diagnostic_items else ''} | {totals} |")
     return "\n".join(lines) + "\n"

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
-from featlearn.studies.judgement import FAILED_FIT, column_relation, judge
+from featlearn.studies.judgement import (
+    BUILT_IN,
+    FAILED_FIT,
+    assign_claims,
+    by_construction,
+    claim_verdict,
+    column_relation,
+    guard_failed_fits,
+    judge,
+    paper_below_trivial,
+    rival_passes,
+    short_reason,
+    spread_at_ceiling,
+    weaker_rival,
+)
 
 RULES = {
     "tolerances": {
@@ -45,20 +61,23 @@ def test_a_bound_must_hold_at_the_edge_of_the_seeds_spread():
     rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
     assert judge(2.0, [1.52], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "reproduced"
     assert judge(2.0, [2.1], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # no slack
-    assert judge(2.0, [1.9, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # + 2 std
+    assert judge(2.0, [2.0, 2.3], "alpha", "Theorem 3.1", "Network", rules, "<")["verdict"] == "differs"  # mean 2.15
+    straddles = judge(2.0, [1.7, 2.1], "alpha", "Theorem 3.1", "Network", rules, "<")  # mean 1.9, + 2 std = 2.47
+    assert straddles["verdict"] == "cannot decide"  # the mean holds the bound, its spread crosses it
     parts = {"tolerances": {"gap": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": []}
     assert judge(0.0, [20.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "reproduced"  # 25 - 14 > 0
-    assert judge(0.0, [1.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "differs"  # 15.5 - 29 < 0
+    assert judge(0.0, [1.0, 30.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "cannot decide"  # 15.5 - 41 < 0
+    assert judge(0.0, [-1.0, -3.0], "gap", "E.5", "FC(50)", parts, ">")["verdict"] == "differs"  # below 0
     with pytest.raises(ValueError, match="relation must be"):
         judge(2.0, [2.42], "alpha", "Theorem 3.1", "NTK", rules, "~")
 
 
-def test_chance_against_chance_is_uninformative_never_reproduced():
+def test_chance_against_chance_cannot_decide_and_is_never_reproduced():
     # One Step at the class rate of a balanced test set, against the paper's 52.2.
     cell = judge(52.2, [50.2, 50.3], "test", "E.1.1", "One Step", RULES, trivial=50.2)
-    assert cell["verdict"] == "uninformative" and "trivial rate" in cell["reason"]
+    assert cell["verdict"] == "cannot decide" and "trivial rate" in cell["reason"]
     # The same at ratio 0.9: RF at the 90% majority rate, the paper's RF too.
-    assert judge(89.0, [89.9, 89.8], "train", "E.2.2", "RF", RULES, trivial=89.9)["verdict"] == "uninformative"
+    assert judge(89.0, [89.9, 89.8], "train", "E.2.2", "RF", RULES, trivial=89.9)["verdict"] == "cannot decide"
 
 
 def test_a_method_at_the_trivial_rate_where_the_paper_is_not_is_a_failed_fit():
@@ -80,11 +99,11 @@ def test_a_test_accuracy_at_chance_is_a_claim_when_the_method_fits_its_training_
     assert fits["verdict"] == "reproduced"
     stuck = judge(52.0, [50.5, 50.9], "test", "E.1.1", "Network w/o structure", RULES, trivial=50.2,
                   fits_training_set=False)  # fmt: skip
-    assert stuck["verdict"] == "uninformative"
+    assert stuck["verdict"] == "cannot decide"
     # The training accuracy itself at chance is never rescued by that exception.
     assert (
         judge(51.0, [50.5], "train", "E.1.1", "NTK", RULES, trivial=50.2, fits_training_set=True)["verdict"]
-        == "uninformative"
+        == "cannot decide"
     )
 
 
@@ -99,7 +118,7 @@ def test_a_paper_value_near_chance_is_matched_by_nothing_but_chance():
     # E.2.2 ratio 0.8's NTK: the paper's 82.7 lies within the floor of the 80.2% trivial rate, and ours
     # (84.05, clear of it) within the floor of the paper's: matching a value near chance says nothing.
     cell = judge(82.7, [84.0, 84.1], "test", "E.2.2", "NTK", RULES, trivial=80.2)
-    assert (cell["verdict"], cell["category"]) == ("uninformative", "both at the trivial rate")
+    assert (cell["verdict"], cell["category"]) == ("cannot decide", "both at the trivial rate")
     assert "within the floor of the paper's" in cell["reason"]
     # Far above it, ours differs from a paper value at chance (no verdict hides it).
     assert judge(82.7, [99.0, 99.5], "test", "E.2.2", "NTK", RULES, trivial=80.2)["verdict"] == "differs"
@@ -117,7 +136,7 @@ def test_a_mean_within_the_floor_with_degenerate_seeds_is_a_failed_fit():
 def test_a_cosine_is_judged_against_its_value_at_initialisation():
     # A frozen random layer (RF) keeps its step-0 cosine; the paper's is near it too: nothing is learned on either side.
     both = judge(0.114, [0.127, 0.128], "cos", "E.1.1", "RF", RULES, trivial=0.127)
-    assert both["verdict"] == "uninformative" and "step 0 (0.127" in both["reason"]
+    assert both["verdict"] == "cannot decide" and "step 0 (0.127" in both["reason"]
     # Ours stays at the initialisation, the paper's lies above it: a difference, with the known reason's category.
     rules = {**RULES, "reasons": [{"setting": "*", "method": "RF", "metric": "cos",
                                    "category": "a contradiction in the paper", "reason": "frozen"}]}  # fmt: skip
@@ -139,10 +158,10 @@ def test_a_relation_per_column_may_name_a_method_to_compare_with():
         column_relation("gamma: ~ Network", "gamma")
 
 
-def test_a_measurement_that_cannot_decide_the_claim_is_uninformative_whatever_its_value():
+def test_a_measurement_that_cannot_decide_the_claim_is_undecided_whatever_its_value():
     rules = {"tolerances": {"minimum": {"absolute": 1.0, "std_multiple": 2.0}}, "reasons": []}
     edge = judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules, inconclusive="the minimum is at m = 1")
-    assert (edge["verdict"], edge["category"]) == ("uninformative", "inconclusive")
+    assert (edge["verdict"], edge["category"]) == ("cannot decide", "inconclusive")
     assert judge(3.2, [0.0], "minimum", "E.5.4", "chosen teacher", rules)["verdict"] == "differs"
 
 
@@ -166,8 +185,136 @@ def test_a_fitted_rate_is_judged_by_its_interval_alone():
     assert judge(2.42, [1.52], "alpha", "T", "x", rules, "<", **apart)["verdict"] == "reproduced"
 
 
-def test_a_difference_its_measurements_cannot_decide_is_uninformative():
+def test_a_difference_its_measurements_cannot_decide_is_undecided():
     rules = {**RULES, "reasons": [{"setting": "*", "method": "FC(50)", "metric": "test", "reason": "within the spread",
                                    "category": "a claim its measurements cannot decide"}]}  # fmt: skip
     cell = judge(90.0, [80.0, 85.0], "test", "E.5", "FC(50)", rules)
-    assert (cell["verdict"], cell["category"]) == ("uninformative", "a claim its measurements cannot decide")
+    assert (cell["verdict"], cell["category"]) == ("cannot decide", "a claim its measurements cannot decide")
+
+
+def test_a_cell_the_judgement_file_lists_holds_by_construction_whatever_its_value():
+    made = {**RULES, "by_construction": [{"setting": "Remarks", "method": "Network (rotated*", "metric": "*",
+                                          "why": "featlearn against itself under a rotation"}]}  # fmt: skip
+    why = by_construction(made, "Remarks", "Network (rotated basis)", "boundary")
+    assert why == "featlearn against itself under a rotation"
+    cell = judge(35.5, [36.25], "test", "Remarks", "Network (rotated basis)", RULES, built_in=why)
+    assert (cell["verdict"], cell["category"]) == ("by construction", BUILT_IN)
+    assert judge(35.5, [80.0], "test", "Remarks", "x", RULES, built_in=why)["verdict"] == "by construction"
+    assert by_construction(made, "Remarks", "Network", "boundary") is None
+
+
+def test_a_spread_bounded_by_the_ceiling_holds_by_construction():
+    # Five seeds within 0.1 of 100%: no spread of them can reach 0.5 (at most 0.1 x sqrt(6/20) = 0.055).
+    assert "within 0.10 of the 100% ceiling" in spread_at_ceiling([100.0, 100.0, 99.9, 100.0, 100.0], 0.5)
+    assert "within 0.00 of the 100% ceiling" in spread_at_ceiling([100.0] * 5, 0.5)  # 0 by arithmetic
+    # Seeds 2 points apart could spread by up to 1.1: the bound is a measurement then.
+    assert spread_at_ceiling([98.0, 100.0, 99.0, 99.5, 100.0], 0.5) is None
+    assert spread_at_ceiling([95.0, 95.1, 95.05], 0.5) is None  # far from the ceiling: the spread says something
+    # The largest spread is reached by seeds split between the two ends: check the bound against that case.
+    split = [99.0, 99.0, 100.0, 100.0]
+    assert statistics.stdev(split) == pytest.approx(0.5774, abs=1e-4)
+    assert spread_at_ceiling(split, 0.58) is not None and spread_at_ceiling(split, 0.577) is None
+
+
+def test_a_rival_that_passes_the_same_test_leaves_the_cell_undecided():
+    rival = {"setting": "T", "method": "Network", "metric": "alpha", "form": "d^1.5", "value": 1.5}
+    rules = {"tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": [], "rivals": [rival]}
+    # alpha < 2 is passed by d^1.5 too: it cannot tell d polylog d from d^1.5.
+    cell = judge(2.0, [1.52], "alpha", "T", "Network", rules, "<", interval=(1.32, 1.71))
+    assert (cell["verdict"], cell["category"]) == ("cannot decide", "a rival passes the same test")
+    assert "d^1.5 (alpha = 1.5) passes the same test" in cell["reason"]
+    # A rival the test fails: the cell is reproduced, and names what it ruled out.
+    far = {**rules, "rivals": [{**rival, "form": "the NTK's d^2", "value": [2.0, 2.5]}]}
+    kept = judge(2.0, [1.52], "alpha", "T", "Network", far, "<", interval=(1.32, 1.71))
+    assert kept["verdict"] == "reproduced" and kept["rules_out"] == "the NTK's d^2 (alpha = 2 or 2.5)"
+    assert rival_passes(1.0, "=", 1.52, (0.79, 1.57), 0.5) and not rival_passes(1.0, "=", 1.52, (1.55, 1.8), 0.5)
+    assert rival_passes(-0.5, ">", -1.0, None, 0.35) and not rival_passes(-1.5, ">", -1.0, None, 0.35)
+
+
+def test_every_reproduced_cell_names_what_it_rules_out():
+    assert judge(100.0, [99.0], "test", "S", "N", RULES, trivial=50.2)["rules_out"] == "a constant predictor (50.2%)"
+    cos = judge(0.997, [0.99], "cos", "S", "N", RULES, trivial=0.127)["rules_out"]
+    assert cos == "a first layer that did not move (cos 0.127 at step 0)"
+    bound = {"tolerances": {"gap": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": []}
+    assert judge(0.0, [20.0, 22.0], "gap", "S", "N", bound, ">")["rules_out"] == "a value at or below 0"
+
+
+def test_a_paper_value_below_its_own_trivial_rate_is_said_with_both_numbers():
+    # E.1.2's One Step: the paper's 41.0 against a 58.5% majority rate.
+    cell = judge(41.0, [99.9, 100.0], "test", "E.1.2", "One Step", RULES, trivial=58.5)
+    assert cell["verdict"] == "differs"
+    assert cell["reason"].startswith("The paper's own 41.0% lies below the trivial rate of this set (58.5%")
+    assert paper_below_trivial(57.0, 58.5, 3.0, "test") is None  # within the floor: not flagged
+    assert paper_below_trivial(0.56, 0.9, 0.05, "cos") is None  # a cosine has no majority class
+
+
+def test_a_match_of_a_method_whose_training_fit_differs_is_never_reproduced():
+    cells = [
+        {"item": "E.1.2", "method": "Network w/o structure", "metric": "train", "verdict": "differs"},
+        {"item": "E.1.2", "method": "Network w/o structure", "metric": "cos", "verdict": "reproduced", "rules_out": ""},
+        {"item": "E.1.2", "method": "Network", "metric": "cos", "verdict": "reproduced"},
+    ]
+    guard_failed_fits(cells)
+    assert [c["verdict"] for c in cells] == ["differs", "cannot decide", "reproduced"]
+    assert cells[1]["category"] == "its own fit differs" and "rules_out" not in cells[1]
+
+
+def test_a_claims_verdict_follows_from_its_cells():
+    assert claim_verdict(["reproduced", "reproduced", "by construction"]) == "reproduced"
+    assert claim_verdict(["reproduced", "cannot decide"]) == "cannot decide"
+    assert claim_verdict(["cannot decide", "differs", "reproduced"]) == "differs"
+    assert claim_verdict(["by construction", "by construction"]) == "by construction"  # never counted as reproduced
+    assert claim_verdict(["not run", "reproduced"]) == "reproduced"
+    assert claim_verdict(["not run"]) == claim_verdict([]) == "not run"
+
+
+def test_each_judged_cell_belongs_to_one_claim_and_an_unnamed_row_becomes_its_own():
+    cells = [
+        {"item": "E.1.1", "method": "Network", "metric": "test", "verdict": "reproduced"},
+        {"item": "E.1.1", "method": "Network", "metric": "cos", "verdict": "differs"},
+        {"item": "E.1.1", "method": "NTK", "metric": "test", "verdict": "differs"},
+        {"item": "E.1.1", "method": "Trivial (majority class)", "metric": "test", "verdict": ""},  # no paper value
+    ]
+    entries = [
+        {"id": "learns", "place": "Table 1", "words": "it  learns", "cells": [{"item": "E.1.1", "method": "N*"}]},
+        {"id": "never", "place": "Table 1", "words": "x", "cells": [{"method": "Network"}]},
+    ]
+    claims = assign_claims(entries, cells, {"E.1.1": "E.1.1 parity (T1)"})
+    assert [(c.id, len(c.cells), c.verdict) for c in claims] == [("learns", 3, "differs"), ("never", 0, "not run")]
+    assert claims[0].words == "it learns" and cells[0]["claim"] == "learns" and "claim" not in cells[3]
+    alone = assign_claims([], cells, {"E.1.1": "E.1.1 parity (T1)"})
+    place = "E.1.1 parity (T1)"
+    assert [(c.id, c.place) for c in alone] == [("E.1.1: Network", place), ("E.1.1: NTK", place)]
+
+
+def test_a_long_reason_is_cut_at_a_sentence():
+    long = "First sentence here. " + "Second one is much longer " * 30 + "."
+    assert short_reason(long) == "First sentence here."
+    assert short_reason("short.") == "short."
+    assert len(short_reason("word " * 200)) <= 400
+
+
+def test_a_relation_against_a_rival_weaker_than_the_papers_is_undecided():
+    # Glasgow's NTK: the paper's Theta(d^2), featlearn's untuned 2.42 [2.34, 2.51]: "the network needs fewer samples"
+    # may hold against it and not against the paper's NTK.
+    why = weaker_rival("<", "NTK", 2.42, [2.34, 2.51], 2.0, 0.5)
+    assert "featlearn's NTK (2.42 [2.34, 2.51]) is a weaker rival than the paper's (2)" in why
+    assert weaker_rival("<", "NTK", 2.05, [1.9, 2.2], 2.0, 0.5) is None  # the paper's rate inside its interval
+    # Accuracies: "Network above NTK", ours 80 against the paper's 86.4, beyond the 3-point floor: weaker.
+    assert weaker_rival(">", "NTK", 80.0, None, 86.4, 3.0) is not None
+    assert weaker_rival(">", "NTK", 84.0, None, 86.4, 3.0) is None  # within the floor
+    assert weaker_rival(">", "NTK", 95.0, None, 86.4, 3.0) is None  # a stronger rival: the relation says more
+    assert weaker_rival(">", "NTK", 80.0, None, None, 3.0) is None  # no paper value to weaken
+    # The network's own interval [1.32, 1.71] lies below the paper's 2 as well: it beats the paper's NTK too.
+    assert weaker_rival("<", "NTK", 2.42, [2.34, 2.51], 2.0, 0.5, ours=(1.32, 1.71)) is None
+    assert weaker_rival("<", "NTK", 2.42, [2.34, 2.51], 2.0, 0.5, ours=(1.9, 2.2)) is not None
+
+
+def test_a_bound_whose_seeds_straddle_it_cannot_decide():
+    # Remark 4.3's trained growth: mean 0.22 > 0, but 2 x std = 1.62 crosses 0 (5 of 8 seeds positive).
+    rules = {"tolerances": {"growth": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}
+    seeds = [0.58, -0.25, 0.78, 1.12, -0.65, -1.16, 0.59, 0.78]
+    cell = judge(0.0, seeds, "growth", "Remarks", "Network", rules, ">")
+    assert (cell["verdict"], cell["category"]) == ("cannot decide", "the seeds straddle the bound")
+    assert judge(0.0, [-0.5, -0.6], "growth", "Remarks", "Network", rules, ">")["verdict"] == "differs"  # wrong side
+    assert judge(0.0, [0.5, 0.6], "growth", "Remarks", "Network", rules, ">")["verdict"] == "reproduced"

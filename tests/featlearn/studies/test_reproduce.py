@@ -18,31 +18,43 @@ import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
-from featlearn.studies.judgement import VERDICTS, column_relation, judge, verdict_counts
+from featlearn.studies.judgement import (
+    RELATION_PREFIX,
+    VERDICTS,
+    assign_claims,
+    by_construction,
+    claim_counts,
+    collect_cells,
+    collect_relations,
+    column_relation,
+    judge,
+    std_interval,
+    trivial_evidence,
+    undecided_cell,
+    verdict_counts,
+    verdict_key,
+)
 from featlearn.studies.methods import load_methods
 from featlearn.studies.phases import PHASES, fit_phase, phase_lines
-from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.report_page import claims_table, item_table, markdown_to_html, summary_table
-from featlearn.studies.reproduce import (
+from featlearn.studies.plan import (
     COLUMNS,
     SCALES,
     TRIVIAL_ROW,
     Item,
     Plan,
     RunSettings,
-    check_plan_record,
-    collect_cells,
-    collect_claims,
     judgement_rules,
     load_plan,
     paper_numbers,
-    reproduce,
-    reproduce_command,
-    run_item,
-    std_interval,
-    trivial_evidence,
-    undecided_cell,
 )
+from featlearn.studies.report_items import ITEM_KINDS
+from featlearn.studies.report_page import item_table, markdown_to_html, relations_table, summary_table
+from featlearn.studies.reproduce import check_plan_record, reproduce, reproduce_command, run_item
+
+
+def relations_by_words(*args) -> dict[str, dict]:
+    """collect_relations(*args) keyed by each relation's words."""
+    return {c["method"].removeprefix(RELATION_PREFIX): c for c in collect_relations(*args)}
 
 
 def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_against_what_the_paper_states():
@@ -131,17 +143,17 @@ def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them(
     by = {(c["method"], c["metric"]): c for c in cells}
     assert by["Trivial (majority class)", "train"]["mean"] == pytest.approx(50.2)
     assert by["Trivial (majority class)", "cos"]["mean"] == pytest.approx(0.127)  # the initialisation's cosine
-    assert by["RF", "cos"]["verdict"] == "uninformative"  # both sides at the random layer's value
+    assert by["RF", "cos"]["verdict"] == "cannot decide"  # both sides at the random layer's value
     assert by["Network", "cos"]["paper"] is None and by["Network", "cos"]["verdict"] == ""  # no paper number
     assert by["Network", "test"]["values"] == [99.9, 100.0]  # every seed's value, for results.csv/json
     assert by["Trivial (majority class), w/o structure", "test"]["mean"] == pytest.approx(95.05)
     assert by["Network", "test"]["verdict"] == "reproduced"
-    assert by["One Step", "test"]["verdict"] == "uninformative"  # chance against chance
+    assert by["One Step", "test"]["verdict"] == "cannot decide"  # chance against chance
     failed = by["Network w/o structure", "train"]  # at its own set's 95% majority rate, the paper at 100
     assert (failed["verdict"], failed["category"]) == ("differs", "a failed fit")
     table = "\n".join(item_table(cells, True))
     assert "| Trivial (majority class) | 50.20 ± 0.14 | 50.10 ± 0.14 |" in table
-    assert "One Step, test: uninformative: both at the trivial rate." in table
+    assert "- One Step, test: ○ both at the trivial rate: " in table
 
 
 def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_larger_teachers(tmp_path, monkeypatch):
@@ -182,7 +194,7 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     numbers = {**paper_numbers("shi2022"), ("E.5.4 MNIST-5k", "teacher FC(1000)"): claim}
     cells = collect_cells(plan, {"F26": outcome}, numbers, judgement_rules("shi2022"))
     edge = next(c for c in cells if c["method"] == "teacher FC(1000)" and c["metric"] == "minimum")
-    assert (edge["verdict"], edge["category"]) == ("uninformative", "inconclusive")
+    assert (edge["verdict"], edge["category"]) == ("cannot decide", "inconclusive")
 
 
 def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
@@ -263,8 +275,8 @@ def test_every_shipped_claim_names_an_item_its_methods_and_a_column_of_the_repor
     plan = load_plan("shi2022")
     rules = judgement_rules("shi2022")
     columns = {column for column, *_ in COLUMNS}
-    assert len(rules["claims"]) >= 20
-    for claim in rules["claims"]:
+    assert len(rules["relations"]) >= 20
+    for claim in rules["relations"]:
         item = next(i for i in plan.items if i.id == claim["item"])  # StopIteration: an unknown item
         assert claim["source"].strip() and claim["claim"].strip()
         if claim.get("not_measured"):
@@ -291,7 +303,7 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     rules = {
         "tolerances": {"test": {"absolute": 3.0, "std_multiple": 2.0}, "train": {"absolute": 3.0, "std_multiple": 2.0}},
         "reasons": [],
-        "claims": [
+        "relations": [
             {"item": "R", "claim": "beats", "source": "s", "left": {"method": "Network", "metric": "test"},
              "relation": ">", "right": {"method": "NTK"}},
             {"item": "R", "claim": "chance", "source": "s", "left": {"method": "NTK w/o structure", "metric": "test"},
@@ -304,76 +316,80 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
             {"item": "Other", "claim": "left out by --only", "source": "s", "not_measured": "x"},
         ],
     }  # fmt: skip
-    cells = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": results}}, rules)}
-    assert cells["claim: beats"]["verdict"] == "reproduced" and cells["claim: beats"]["paper"] == 84.5
-    assert cells["claim: chance"]["verdict"] == "reproduced"  # the claim itself is about chance
-    assert cells["claim: overfits"]["verdict"] == "differs"  # 99.5 + 2 x 0.71 is not below 100
-    assert cells["claim: clusters"]["verdict"] == "not run" and "no statistic yet" in cells["claim: clusters"]["reason"]
-    assert "claim: left out by --only" not in cells
-    assert cells["claim: steady"]["verdict"] == "differs"  # 99, 100: a std of 0.71, at least 0.32 (95%), not < 0.2
-    assert cells["claim: steady"]["mean"] == pytest.approx(0.7071, abs=1e-4) and cells["claim: steady"]["std"] is None
-    table = "\n".join(claims_table(list(cells.values())))
+    cells = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)
+    assert cells["beats"]["verdict"] == "reproduced" and cells["beats"]["paper"] == 84.5
+    assert cells["chance"]["verdict"] == "reproduced"  # the claim itself is about chance
+    overfits = cells["overfits"]  # 99.5 is below 100, but 99.5 + 2 x 0.71 is not: the seeds straddle the bound
+    assert (overfits["verdict"], overfits["category"]) == ("cannot decide", "the seeds straddle the bound")
+    # Not measured in an item that ran: undecided ("not run" is for items that did not run).
+    clusters = cells["clusters"]
+    assert (clusters["verdict"], clusters["category"]) == ("cannot decide", "not measured")
+    assert clusters["reason"] == "no statistic yet"
+    assert "left out by --only" not in cells
+    assert cells["steady"]["verdict"] == "differs"  # 99, 100: a std of 0.71, at least 0.32 (95%), not < 0.2
+    assert cells["steady"]["mean"] == pytest.approx(0.7071, abs=1e-4) and cells["steady"]["std"] is None
+    table = "\n".join(relations_table(list(cells.values())))
     assert (
         "| steady | s | Network test (std over 2 seeds): 0.71 < 0.20 (the paper's bound); the seeds' test values: "
         "99.00, 100.00 | ✗" in table
     )
-    assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ |" in table
-    assert "| clusters | s |  | not run: not measured: no statistic yet |" in table
+    assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ (rules out a value at or below 84.5) |" in table
+    assert "| clusters | s |  | ○ not measured: no statistic yet |" in table
     # Chance on the test set of a method that does not fit its training set either decides nothing,
     # nor do accuracies on sets whose trivial rates differ (a task with and without its structure).
     unfitted = {**results["NTK w/o structure"], "train_acc": [50.5, 50.9], "train_majority": [50.2, 50.1]}
     lopsided = {"test_acc": [95.0, 95.1], "test_majority": [95.0, 95.1]}
     more = {**results, "NTK w/o structure": unfitted, "Network w/o structure": lopsided}
     similar = {"item": "R", "claim": "similar", "source": "s", "relation": "=", "right": {"method": "Network"}}
-    rules["claims"].append({**similar, "left": {"method": "Network w/o structure", "metric": "test"}})
-    again = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
-    assert (again["claim: chance"]["verdict"], again["claim: chance"]["category"]) == ("uninformative", "inconclusive")
-    assert "does not fit its training set" in again["claim: chance"]["reason"]
-    assert again["claim: similar"]["verdict"] == "uninformative"
-    assert "95.0% against 50.0%" in again["claim: similar"]["reason"]
-    assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(claims_table(list(again.values())))
+    rules["relations"].append({**similar, "left": {"method": "Network w/o structure", "metric": "test"}})
+    again = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules)
+    assert (again["chance"]["verdict"], again["chance"]["category"]) == ("cannot decide", "inconclusive")
+    assert "does not fit its training set" in again["chance"]["reason"]
+    assert again["similar"]["verdict"] == "cannot decide"
+    assert "95.0% against 50.0%" in again["similar"]["reason"]
+    assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(relations_table(list(again.values())))
     # The spread of a method at its trivial rate is its seeds' class balance: it decides nothing.
     steady = {"item": "R", "claim": "steady at chance", "source": "s", "relation": "<", "value": 0.5}
-    rules["claims"].append(
+    rules["relations"].append(
         {**steady, "left": {"method": "Network w/o structure", "metric": "test", "statistic": "std"}}
     )
-    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules)}
-    assert spread["claim: steady at chance"]["verdict"] == "uninformative"
-    assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["claim: steady at chance"]["reason"]
-    assert spread["claim: steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
+    spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules)
+    assert spread["steady at chance"]["verdict"] == "cannot decide"
+    assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["steady at chance"]["reason"]
+    assert spread["steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
     # A spread that degenerate seeds are part of measures the failures, not the method's stability.
     failing = {**results, "NTK": {**results["NTK"], "degenerate": [True, False]}}
-    rules["claims"].append({**steady, "claim": "unstable", "relation": ">",
+    rules["relations"].append({**steady, "claim": "unstable", "relation": ">",
                             "left": {"method": "NTK", "metric": "test", "statistic": "std"}})  # fmt: skip
-    unstable = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": failing}}, rules)}
-    assert unstable["claim: unstable"]["verdict"] == "uninformative"
-    assert "1 of featlearn's 2 seeds of NTK degenerated" in unstable["claim: unstable"]["reason"]
-    rules["claims"].pop()
+    unstable = relations_by_words(plan, {"R": {"status": "run", "results": failing}}, rules)
+    assert unstable["unstable"]["verdict"] == "cannot decide"
+    assert "1 of featlearn's 2 seeds of NTK degenerated" in unstable["unstable"]["reason"]
+    rules["relations"].pop()
     # The paper's spread is of its own fit: a spread of a method whose mean is not the paper's decides nothing.
     numbers = {("S", "Network"): {"test": 90.0}}
-    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules, numbers)}
-    assert spread["claim: steady"]["verdict"] == "uninformative"  # 99.5 against the paper's 90.0
-    assert "featlearn's Network (99.5%) is not the paper's (90.0%" in spread["claim: steady"]["reason"]
+    spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules, numbers)
+    assert spread["steady"]["verdict"] == "cannot decide"  # 99.5 against the paper's 90.0
+    assert "featlearn's Network (99.5%) is not the paper's (90.0%" in spread["steady"]["reason"]
     numbers = {("S", "Network"): {"test": 98.0}}  # within the floor: judged, and its 0.71 is not below 0.5
-    spread = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": more}}, rules, numbers)}
-    assert spread["claim: steady"]["verdict"] == "differs"
-    rules["claims"].pop()
-    rules["claims"].pop()
+    spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules, numbers)
+    assert spread["steady"]["verdict"] == "differs"
+    rules["relations"].pop()
+    rules["relations"].pop()
     # A claim across two items reads the right side in the other item, and is not run without it.
     across = {"item": "R", "claim": "above the other's", "source": "s", "relation": ">",
               "left": {"method": "Network", "metric": "test"}, "right": {"item": "Q", "method": "NTK"}}  # fmt: skip
-    rules["claims"].append(across)
+    rules["relations"].append(across)
     other = Item(id="Q", title="Q", configs=[], setting="S")
     two = Plan("p", "t", {}, [item, other], "")
     theirs = {"NTK": {"test_acc": [90.0, 91.0]}}
     outcomes = {"R": {"status": "run", "results": results}, "Q": {"status": "run", "results": theirs}}
-    crossed = {c["method"]: c for c in collect_claims(two, outcomes, rules)}["claim: above the other's"]
+    crossed = relations_by_words(two, outcomes, rules)["above the other's"]
     assert crossed["paper"] == 90.5 and crossed["reference"] == "NTK, Q" and crossed["verdict"] == "reproduced"
     outcomes["Q"] = {"status": "not run", "why": "no files"}
-    crossed = {c["method"]: c for c in collect_claims(two, outcomes, rules)}["claim: above the other's"]
+    crossed = relations_by_words(two, outcomes, rules)["above the other's"]
     assert crossed["verdict"] == "not run" and crossed["reason"] == "Q: no files"
-    rules["claims"].pop()
-    skipped = collect_claims(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
+    rules["relations"].pop()
+    skipped = collect_relations(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c["verdict"] for c in skipped] == ["not run"] * 5 and skipped[0]["reason"] == "no files"
 
 
@@ -557,7 +573,7 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     in_theorem = [c for key, c in cells.items() if key[0] == "Theorem 3.1"]
     rates = [c for c in in_theorem if c["metric"] == "alpha" and not c.get("kind")]
     theorem = {(c["item"], c["method"], c["metric"]): c for c in rates}
-    headline = [c for c in in_theorem if c.get("kind") == "claim" and c.get("left")]
+    headline = [c for c in in_theorem if c.get("kind") == "relation" and c.get("left")]
     assert len(headline) == 1 and headline[0]["paper_interval"]  # the network's interval against the NTK's
     assert set(theorem) == {("Theorem 3.1", "Network", "alpha"), ("Theorem 3.1", "NTK", "alpha")}
     assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in theorem.values())
@@ -610,7 +626,7 @@ def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_e
     rules = {
         "tolerances": {"alpha": {"absolute": 0.5, "std_multiple": 2.0}},
         "reasons": [],
-        "claims": [
+        "relations": [
             {"item": "R", "claim": "below", "source": "s", "left": {"method": "Network", "metric": "alpha"},
              "relation": "<", "right": {"method": "NTK"}},
         ],
@@ -622,15 +638,15 @@ def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_e
     assert cells["NTK"]["verdict"] == "differs"  # 2 lies outside [2.34, 2.51], though within 0.5 of 2.42
     table = "\n".join(item_table(list(cells.values()), ran=True))
     assert "| NTK | 2.42 [2.34, 2.51] (paper 2.00) ✗ |" in table
-    claim = collect_claims(plan, outcomes, rules)[0]
+    claim = collect_relations(plan, outcomes, rules)[0]
     assert claim["verdict"] == "reproduced" and claim["paper"] == 2.42  # 1.71 < 2.34: edge against edge
-    assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(claims_table([claim]))
+    assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(relations_table([claim]))
     results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below
-    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "differs"
-    rules["claims"][0]["relation"] = "="  # two rates are equal when their intervals overlap
-    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "reproduced"
+    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "differs"
+    rules["relations"][0]["relation"] = "="  # two rates are equal when their intervals overlap
+    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "reproduced"
     results["Network"]["alpha_interval"] = [1.32, 1.71]
-    assert collect_claims(plan, outcomes, rules)[0]["verdict"] == "differs"
+    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "differs"
 
 
 def test_a_pipe_in_a_method_or_column_name_stays_inside_its_table_cell():
@@ -681,30 +697,49 @@ def test_a_test_at_chance_is_no_claim_where_the_method_falls_short_of_the_papers
     assert trivial_evidence(values, "test", rules, paper_train=56.0)["fits_training_set"] is True
     cell = judge(52.2, values["test_acc"], "test", "S", "Network w/o structure", rules,
                  **trivial_evidence(values, "test", rules, paper_train=100.0))  # fmt: skip
-    assert (cell["verdict"], cell["category"]) == ("uninformative", "both at the trivial rate")
+    assert (cell["verdict"], cell["category"]) == ("cannot decide", "both at the trivial rate")
 
 
 def test_diagnostic_items_are_judged_but_not_counted_in_the_headline(tmp_path):
     cells = [
-        {"item": "Table", "verdict": "reproduced", "diagnostic": False},
-        {"item": "Table", "verdict": "differs", "diagnostic": False},
-        {"item": "Sweep", "verdict": "reproduced", "diagnostic": True},
-        {"item": "Sweep", "verdict": "differs", "diagnostic": True},
+        {"item": "Table", "method": "A", "metric": "test", "verdict": "reproduced", "diagnostic": False},
+        {"item": "Table", "method": "B", "metric": "test", "verdict": "differs", "diagnostic": False},
+        {"item": "Sweep", "method": "A", "metric": "test", "verdict": "reproduced", "diagnostic": True},
+        {"item": "Sweep", "method": "B", "metric": "test", "verdict": "differs", "diagnostic": True},
     ]
-    assert verdict_counts(cells) == {"reproduced": 1, "differs": 1, "uninformative": 0, "not run": 0}
+    assert verdict_counts(cells) == {"reproduced": 1, "differs": 1, "cannot decide": 0, "by construction": 0,
+                                     "not run": 0}  # fmt: skip
     assert verdict_counts(cells, diagnostic=True)["reproduced"] == 1
-    summary = {"paper": "p", "scale": "cpu", "counts": verdict_counts(cells)}
-    (tmp_path / "results.json").write_text(json.dumps({"summary": summary, "cells": cells}))
+    for cell in cells:
+        cell.update(paper=100.0, mean=99.0, std=0.5, n=2, relation="=", category="c", reason="r")
+    entries = [{"id": "a-learns", "place": "Table 1", "words": "A learns", "cells": [{"method": "A"}]}]
+    claims = assign_claims(entries, cells, {"Table": "Table 1", "Sweep": "a sweep"})
+    assert [(c.id, c.verdict, c.diagnostic) for c in claims] == [
+        ("a-learns", "reproduced", False),  # Table's A decides it: Sweep's is diagnostic, shown, not deciding
+        ("Table: B", "differs", False),  # a cell no entry names: its table row's own claim
+        ("Sweep: B", "differs", True),
+    ]
+    summary = {"paper": "p", "scale": "cpu", "counts": claim_counts(claims), "cell_counts": verdict_counts(cells)}
+    listed = [{"id": c.id, "place": c.place, "words": c.words, "diagnostic": c.diagnostic, "not_measured": None}
+              for c in claims]  # fmt: skip
+    content = {"summary": summary, "claims": listed, "sections": {"Table": "Table: t", "Sweep": "Sweep: s"},
+               "cells": cells}  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(content))
     table = summary_table(tmp_path)
-    assert "| Sweep (diagnostic) | 1 | 1 | 0 | 0 |" in table
-    assert "| **all** (diagnostic items not counted) | **1** | **1** | **0** | **0** |" in table
+    assert table.startswith("**The paper's 2 claims: 1 reproduced, 1 differ,")  # the diagnostic claim apart
+    assert "| Sweep (diagnostic) | 1 | 1 | 0 | 0 | 0 |" in table
+    assert "| **all** (diagnostic items not counted) | **1** | **1** | **0** | **0** | **0** |" in table
+    link = f"{tmp_path.parent.name}/{tmp_path.name}/report.md#table-t"  # the item's section, from docs/
+    row = f"| A learns | Table 1 | A test = 100.00 | 99.00 ± 0.50 (+1 cell) | ✅ reproduced; [Table]({link}) |"
+    assert row in table
 
 
-def test_a_cell_given_by_construction_or_a_cosine_of_an_unfitted_network_is_inconclusive():
-    made = {"setting": "*", "method": "One Step", "metric": "cos", "reason": "by construction."}
-    rules = {"tolerances": {"train": {"absolute": 3.0}, "cos": {"absolute": 0.05}}, "inconclusive": [made]}
-    assert undecided_cell(rules, "E.1.1", "One Step", "cos", {}, None) == "by construction"
-    assert undecided_cell(rules, "E.1.1", "Two Step", "cos", {}, None) is None
+def test_a_cell_given_by_construction_has_its_own_verdict_and_a_cosine_of_an_unfitted_network_is_inconclusive():
+    made = {"setting": "*", "method": "One Step", "metric": "cos", "why": "step 1 erases the initialisation."}
+    rules = {"tolerances": {"train": {"absolute": 3.0}, "cos": {"absolute": 0.05}}, "by_construction": [made]}
+    assert by_construction(rules, "E.1.1", "One Step", "cos") == "step 1 erases the initialisation."
+    assert by_construction(rules, "E.1.1", "Two Step", "cos") is None
+    assert undecided_cell(rules, "E.1.1", "One Step", "cos", {}, None) is None  # not "undecided": its own verdict
     unfitted = {"train_acc": [54.6, 54.7]}  # the paper's memorises (100): its neurons are not the fitted network's
     assert "falls short of the paper's fit of its training set (54.7% against 100.0%)" in undecided_cell(
         rules, "E.2.3", "Network w/o structure", "cos", unfitted, 100.0
@@ -725,7 +760,7 @@ def test_a_claim_against_a_failed_fit_or_a_spread_five_seeds_cannot_place_is_inc
     rules = {
         "tolerances": {"test": {"absolute": 3.0, "std_multiple": 2.0}, "train": {"absolute": 3.0}},
         "reasons": [],
-        "claims": [
+        "relations": [
             {"item": "R", "claim": "above NTK", "source": "s", "relation": ">", "right": {"method": "NTK"},
              "left": {"method": "Network", "metric": "test"}},
             {"item": "R", "claim": "above RF", "source": "s", "relation": ">", "right": {"method": "RF"},
@@ -736,12 +771,44 @@ def test_a_claim_against_a_failed_fit_or_a_spread_five_seeds_cannot_place_is_inc
              "left": {"method": "Network", "metric": "test", "statistic": "std"}},
         ],
     }  # fmt: skip
-    cells = {c["method"]: c for c in collect_claims(plan, {"R": {"status": "run", "results": results}}, rules)}
-    assert cells["claim: above NTK"]["verdict"] == "uninformative"
-    assert "NTK, is a failed fit (it sits within the floor of its trivial rate" in cells["claim: above NTK"]["reason"]
-    assert "1 of its 5 seeds degenerated" in cells["claim: above RF"]["reason"]
-    steady = cells["claim: steady"]  # 0.37 over 5 seeds: the true spread lies between 0.22 and 1.06
-    assert steady["verdict"] == "uninformative" and "between 0.22 and 1.06 (95%)" in steady["reason"]
-    assert cells["claim: steadiest"]["verdict"] == "reproduced"  # 0.045: its whole interval lies below 0.5
+    cells = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)
+    assert cells["above NTK"]["verdict"] == "cannot decide"
+    assert "NTK, is a failed fit (it sits within the floor of its trivial rate" in cells["above NTK"]["reason"]
+    assert "1 of its 5 seeds degenerated" in cells["above RF"]["reason"]
+    steady = cells["steady"]  # 0.37 over 5 seeds: the true spread lies between 0.22 and 1.06
+    assert steady["verdict"] == "cannot decide" and "between 0.22 and 1.06 (95%)" in steady["reason"]
+    steadiest = cells["steadiest"]  # every seed within 0.1 of 100%: no spread of them can reach 0.5
+    assert steadiest["verdict"] == "by construction" and "within 0.10 of the 100% ceiling" in steadiest["reason"]
     low, high = std_interval(1.0, 5)
     assert (round(low, 2), round(high, 2)) == (0.6, 2.87)
+
+
+def committed_reports_with_claims() -> list[Path]:
+    """The committed reports judged with claims (one that predates them is checked once regenerated)."""
+    folders = sorted((Path(__file__).parents[3] / "docs" / "reproduction").glob("*/results.json"))
+    return [f.parent for f in folders if "claims" in json.loads(f.read_text())]
+
+
+def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_could_have_failed():
+    reports = committed_reports_with_claims()
+    assert reports, "no committed report is judged with claims"
+    verdicts: dict[tuple, set] = {}
+    for report in reports:
+        content = json.loads((report / "results.json").read_text())
+        rules = judgement_rules(content["summary"]["paper"])
+        claims = {claim["id"] for claim in content["claims"]}
+        for cell in content["cells"]:
+            if not cell["verdict"]:
+                continue
+            verdicts.setdefault(verdict_key(cell), set()).add(cell["verdict"])
+            assert cell["claim"] in claims  # every judged cell belongs to a claim
+            assert len(cell["reason"]) <= 400  # in a table; the whole text once, in the notes
+            assert cell["note"] is None or str(cell["note"]) in content["notes"]
+            if cell["verdict"] == "reproduced":  # a ✓ names its rival, and is never a cell listed as by construction
+                assert cell["rules_out"], cell
+                assert by_construction(rules, cell["setting"], cell["method"], cell["metric"]) is None, cell
+            if cell["verdict"] == "not run":  # only where the item did not run
+                ran = [c for c in content["cells"] if c["item"] == cell["item"] and c["values"]]
+                assert not ran, cell
+    split = {key: seen for key, seen in verdicts.items() if len(seen) > 1}
+    assert not split, split
