@@ -84,9 +84,89 @@ CEILING = 100.0
 SHORT_REASON = 400
 
 
-def verdict_counts(cells: list[dict], diagnostic: bool = False) -> dict[str, int]:
+@dataclass
+class Cell:
+    """One judged number of a report: a table's cell (an item's method and metric) or a relation between two.
+
+    Args:
+        item: The plan item's id.
+        setting: The paper's setting (table) the item reproduces.
+        method: The method's name; a relation's words after :data:`RELATION_PREFIX`.
+        metric: The metric column (``train``, ``test``, ``cos``, ``alpha``, ...).
+        relation: ``=``, ``<`` or ``>``: what the paper's value is to featlearn's.
+        reference: The method whose featlearn mean is the other side, where it is not the paper's number.
+        paper: The paper's value, or the other side's mean (None: the paper gives no number, no verdict).
+        paper_interval: The other side's 95% interval, where it is a fitted rate.
+        mean: featlearn's mean over seeds.
+        std: featlearn's standard deviation over seeds.
+        n: How many seeds measured it.
+        values: featlearn's value per seed, in seed order.
+        interval: A fitted rate's 95% interval.
+        unreached: How many seeds never reached the event it measures.
+        trivial: The trivial rate it was judged against (an accuracy's majority class, a cosine's step-0 value).
+        verdict: One of :data:`VERDICTS`, or "" where the paper gives no number.
+        category: Why it is not reproduced, in a few words.
+        reason: Why, in full (the report cuts it at a sentence and writes the rest in a note).
+        rules_out: What a ✓ ruled out: the alternative that would have made it ✗.
+        kind: ``table`` or ``relation``.
+        source: A relation's place and words in the paper.
+        left: A relation's measured method.
+        metric_statistic: What a relation measures of the metric (``std over 5 seeds``), if not its mean.
+        seed_values: A spread's per-seed values (its evidence).
+        diagnostic: Whether its item is one of featlearn's diagnostic items.
+        claim: The id of the claim it tests (:func:`assign_claims`).
+    """
+
+    item: str
+    setting: str
+    method: str
+    metric: str
+    relation: str = "="
+    reference: str | None = None
+    paper: float | None = None
+    paper_interval: list[float] | None = None
+    mean: float | None = None
+    std: float | None = None
+    n: int = 0
+    values: list[float] | None = None
+    interval: list[float] | None = None
+    unreached: int = 0
+    trivial: float | None = None
+    verdict: str = ""
+    category: str = ""
+    reason: str = ""
+    rules_out: str | None = None
+    kind: str = "table"
+    source: str = ""
+    left: str = ""
+    metric_statistic: str = ""
+    seed_values: list[float] | None = None
+    diagnostic: bool = False
+    claim: str | None = None
+
+    def update(self, **fields) -> None:
+        """Set several fields at once (an unknown name is an error, not a new key)."""
+        for name, value in fields.items():
+            if name not in CELL_FIELDS:
+                raise AttributeError(f"Cell has no field {name!r}")
+            setattr(self, name, value)
+
+    def judged(self, judgement: dict) -> None:
+        """Take :func:`judge`'s verdict, category, reason, what a ✓ rules out and the trivial rate it used."""
+        self.update(**{k: judgement.get(k) for k in ("verdict", "category", "reason", "rules_out", "trivial")})
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Cell:
+        """A cell from a ``results.json`` row (fields it does not hold, such as the note, left out)."""
+        return cls(**{k: v for k, v in data.items() if k in CELL_FIELDS})
+
+
+#: The names of a cell's fields.
+CELL_FIELDS = frozenset(Cell.__dataclass_fields__)
+
+def verdict_counts(cells: list[Cell], diagnostic: bool = False) -> dict[str, int]:
     """How many cells have each verdict: the paper's protocol's cells, or (``diagnostic``) the diagnostic items'."""
-    return {v: sum(1 for c in cells if c["verdict"] == v and bool(c.get("diagnostic")) == diagnostic) for v in VERDICTS}
+    return {v: sum(1 for c in cells if c.verdict == v and c.diagnostic == diagnostic) for v in VERDICTS}
 
 
 def column_relation(relation: str, column: str) -> tuple[str, str | None]:
@@ -375,32 +455,28 @@ def by_construction(rules: dict, setting: str, method: str, column: str) -> str 
     return None if entry is None else str(entry["why"]).strip()
 
 
-def guard_failed_fits(cells: list[dict]) -> None:
+def guard_failed_fits(cells: list[Cell]) -> None:
     """A ✓ cosine or test accuracy of a method whose own training fit differs becomes ○ (in place).
 
     The neurons (or the test accuracy) of a network that did not fit its training set as the
     paper's did are not those of the paper's fitted network, so a match says nothing of it.
     """
-    failed = {(c["item"], c["method"]) for c in cells if c.get("metric") == "train" and c.get("verdict") == "differs"}
+    failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
     for cell in cells:
-        if (
-            cell.get("verdict") == "reproduced"
-            and cell.get("metric") in ("cos", "test")
-            and ((cell["item"], cell["method"]) in failed)
-        ):
+        if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, cell.method) in failed:
             cell.update(
                 verdict="cannot decide",
                 category="its own fit differs",
-                reason=f"featlearn's {cell['method']} differs from the paper's on its training set (the train cell), "
-                f"so a match of its {cell['metric']} is not the paper's fitted network's.",
+                reason=f"featlearn's {cell.method} differs from the paper's on its training set (the train cell), "
+                f"so a match of its {cell.metric} is not the paper's fitted network's.",
+                rules_out=None,
             )
-            cell.pop("rules_out", None)
 
 
-def verdict_key(cell: dict) -> tuple:
+def verdict_key(cell: Cell) -> tuple:
     """What makes two cells one measurement: (method, metric, featlearn's values, paper value, trivial rate)."""
-    values = tuple(round(v, 9) for v in cell.get("values") or [])
-    return cell["method"], cell["metric"], values, cell.get("paper"), cell.get("trivial")
+    values = tuple(round(v, 9) for v in cell.values or [])
+    return cell.method, cell.metric, values, cell.paper, cell.trivial
 
 
 def short_reason(text: str, limit: int = SHORT_REASON) -> str:
@@ -434,7 +510,7 @@ class Claim:
     id: str
     place: str
     words: str
-    cells: list[dict] = field(default_factory=list)
+    cells: list[Cell] = field(default_factory=list)
     not_measured: str | None = None
     diagnostic: bool = False
 
@@ -443,12 +519,12 @@ class Claim:
         """The claim's verdict from its cells' (:func:`claim_verdict`)."""
         if self.not_measured and not self.cells:
             return "not run"
-        return claim_verdict([c.get("verdict", "") for c in self.deciding_cells])
+        return claim_verdict([c.verdict for c in self.deciding_cells])
 
     @property
-    def deciding_cells(self) -> list[dict]:
+    def deciding_cells(self) -> list[Cell]:
         """The cells its verdict follows from: the paper's protocol's where it has any (diagnostic ones show only)."""
-        protocol = [c for c in self.cells if not c.get("diagnostic")]
+        protocol = [c for c in self.cells if not c.diagnostic]
         return protocol or self.cells
 
 
@@ -467,7 +543,7 @@ def claim_verdict(verdicts: list[str]) -> str:
     return "reproduced" if "reproduced" in judged else "by construction"
 
 
-def assign_claims(entries: list[dict] | None, cells: list[dict], settings: dict[str, str]) -> list[Claim]:
+def assign_claims(entries: list[dict] | None, cells: list[Cell], settings: dict[str, str]) -> list[Claim]:
     """The paper's claims with their cells: each judged cell goes to the first entry whose patterns match it.
 
     Args:
@@ -484,26 +560,25 @@ def assign_claims(entries: list[dict] | None, cells: list[dict], settings: dict[
     claims = {e["id"]: Claim(e["id"], e["place"], " ".join(str(e["words"]).split()), [], e.get("not_measured"))
               for e in entries or []}  # fmt: skip
     for cell in cells:
-        if not cell.get("verdict"):
+        if not cell.verdict:
             continue
         entry = next((e for e in entries or [] if any(cell_matches(cell, p) for p in e.get("cells") or [])), None)
         if entry is None:
-            key = f"{cell['item']}: {cell['method']}"
-            claims.setdefault(
-                key, Claim(key, settings.get(cell["item"]) or cell["item"], f"the paper's numbers for {cell['method']}")
-            )
+            key = f"{cell.item}: {cell.method}"
+            words = f"the paper's numbers for {cell.method}"
+            claims.setdefault(key, Claim(key, settings.get(cell.item) or cell.item, words))
         else:
             key = entry["id"]
-        cell["claim"] = key
+        cell.claim = key
         claims[key].cells.append(cell)
     for claim in claims.values():
-        claim.diagnostic = bool(claim.cells) and all(c.get("diagnostic") for c in claim.cells)
+        claim.diagnostic = bool(claim.cells) and all(c.diagnostic for c in claim.cells)
     return list(claims.values())
 
 
-def cell_matches(cell: dict, pattern: dict) -> bool:
+def cell_matches(cell: Cell, pattern: dict) -> bool:
     """Whether a claim's pattern (fnmatch on ``item``, ``method``, ``metric``; a key left out: any) names ``cell``."""
-    return all(fnmatchcase(str(cell.get(key, "")), str(pattern.get(key, "*"))) for key in ("item", "method", "metric"))
+    return all(fnmatchcase(str(getattr(cell, key)), str(pattern.get(key, "*"))) for key in ("item", "method", "metric"))
 
 
 def claim_counts(claims: list[Claim], diagnostic: bool = False) -> dict[str, int]:
@@ -737,7 +812,7 @@ def trivial_rates(results: dict[str, dict]) -> dict[str, dict[str, list[float]]]
     return dict(sorted(rows.items(), key=lambda item: item[0] != TRIVIAL_ROW))
 
 
-def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[dict]:
+def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[Cell]:
     """Every cell of the report: one row per item, method and metric featlearn or the paper has.
 
     A compare item gets a row :data:`TRIVIAL_ROW` with its sets' majority-class rates, and every
@@ -763,15 +838,13 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                 measured = reached(raw)
                 if paper_value is None and not measured and not raw:
                     continue
-                cell = {"item": item.id, "setting": item.setting or "", "method": method, "metric": column}
-                cell.update(relation=relation, reference=reference, unreached=len(raw or []) - len(measured or []))
+                cell = Cell(item.id, item.setting or "", method, column, relation, reference)
+                cell.unreached = len(raw or []) - len(measured or [])
                 if outcome["status"] != "run":
                     judged = None if paper_value is None else {"verdict": "not run", "reason": outcome["why"]}
-                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="", reason=outcome["why"])
-                    cell.update(verdict=judged["verdict"] if judged else "")
+                    cell.update(paper=paper_value, reason=outcome["why"], verdict=judged["verdict"] if judged else "")
                 elif method not in results:
-                    cell.update(paper=paper_value, mean=None, std=None, n=0, category="")
-                    cell.update(verdict="not run", reason="not among this scale's methods")
+                    cell.update(paper=paper_value, verdict="not run", reason="not among this scale's methods")
                 else:
                     edges = [m for m in (method, reference) if all((results.get(m) or {}).get("at_grid_edge") or [0])]
                     interval = values.get(f"{metric}_interval")  # a fitted rate's 95% interval: its window
@@ -795,20 +868,18 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         built_in=by_construction(rules, item.setting or "", method, column),
                     )
                     mean, std, n = summarize(measured)
-                    cell.update(paper=paper_value, mean=mean, std=std, n=n, category="", reason="", verdict="")
+                    cell.update(paper=paper_value, mean=mean, std=std, n=n, values=measured)  # per seed, in order
                     if interval is not None:
-                        cell["interval"] = list(interval)
-                    cell["values"] = measured  # per seed, in seed order
+                        cell.interval = list(interval)
                     if judged is not None:
-                        cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
-                        cell.update(trivial=judged["trivial"], rules_out=judged.get("rules_out"))
+                        cell.judged(judged)
                 cells.append(cell)
     return cells
 
 
 def collect_relations(
     plan: Plan, outcomes: dict[str, dict], rules: dict, numbers: dict | None = None
-) -> list[dict]:
+) -> list[Cell]:
     """The paper's statements that are relations between measurements: one judged cell each.
 
     Each entry of the judgement file's ``relations`` names its item, the relation in a few words,
@@ -835,37 +906,36 @@ def collect_relations(
         outcome = outcomes.get(item.id, {"status": "not run", "why": "not among the items run"})
         results = dict(outcome.get("results") or {})
         results.update(trivial_rates(results))
-        cell = {"item": item.id, "setting": item.setting or "", "method": RELATION_PREFIX + claim["claim"]}
-        cell.update(relation=claim.get("relation", ""), source=claim["source"], kind="relation", reference=None)
-        cell.update(paper=None, mean=None, std=None, n=0, unreached=0, category="", reason="")
+        cell = Cell(item.id, item.setting or "", RELATION_PREFIX + claim["claim"], "", claim.get("relation", ""))
+        cell.update(source=claim["source"], kind="relation")
         if claim.get("not_measured"):  # said, with why, before anything is looked up
             # "not run" is for an item that did not run; in one that ran, an unmeasured relation is undecided.
             ran = outcome["status"] == "run"
             cell.update(metric=claim.get("left", {}).get("metric", ""), verdict="cannot decide" if ran else "not run")
             cell.update(category="not measured" if ran else "", reason=" ".join(claim["not_measured"].split()))
             if not ran:
-                cell["reason"] = f"{outcome['why']} (and not measured at any scale: {cell['reason']})"
+                cell.reason = f"{outcome['why']} (and not measured at any scale: {cell.reason})"
             cells.append(cell)
             continue
         left = claim["left"]
         metric = next(m for c, m, _, _ in COLUMNS if c == left["metric"])
-        cell["metric"] = left["metric"]
+        cell.metric = left["metric"]
         interval = (results.get(left["method"]) or {}).get(f"{metric}_interval")
         other = outcome  # the item the right side is measured in: this one, or right.item
         if "right" in claim:
             right = claim["right"]
             right_metric = next(m for c, m, _, _ in COLUMNS if c == right.get("metric", left["metric"]))
-            cell["reference"] = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
+            cell.reference = right["method"] + ("" if right_metric == metric else f" ({right['metric']})")
             right_results = results
             if right.get("item", item.id) != item.id:  # a claim across two items (e.g. two mixtures' parts)
-                cell["reference"] += f", {right['item']}"
+                cell.reference += f", {right['item']}"
                 other = outcomes.get(right["item"], {"status": "not run", "why": "not among the items run"})
                 other = {**other, "why": f"{right['item']}: {other.get('why', '')}"}
                 right_results = dict(other.get("results") or {})
             paper, _, _ = summarize(reached((right_results.get(right["method"]) or {}).get(right_metric)))
             right_interval = (right_results.get(right["method"]) or {}).get(f"{right_metric}_interval")
             if interval is not None and right_interval is not None:  # two fitted rates: interval against interval
-                cell["paper_interval"] = list(right_interval)
+                cell.paper_interval = list(right_interval)
             right_setting = next((i.setting for i in plan.items if i.id == right.get("item", item.id)), None)
             right_column = right.get("metric", left["metric"])
             their_row = (numbers or {}).get((right_setting, right["method"]), {})
@@ -878,8 +948,8 @@ def collect_relations(
         values = reached((results.get(left["method"]) or {}).get(metric))
         if left.get("statistic") == "std":  # the spread over seeds, one measured number
             _, spread, seeds = summarize(values)
-            cell["metric_statistic"] = f"std over {seeds} seeds"
-            cell["seed_values"] = values  # the evidence behind the spread, shown beside it
+            cell.metric_statistic = f"std over {seeds} seeds"
+            cell.seed_values = values  # the evidence behind the spread, shown beside it
             values = None if spread is None else [spread]
         elif left.get("statistic") is not None:
             raise ValueError(f"A claim's left.statistic must be 'std' or absent, got {left['statistic']!r}: {claim}.")
@@ -898,26 +968,25 @@ def collect_relations(
             weaker = None if rival is None else weaker_rival(*rival, rival_floor, ours=edges)
             undecided = weaker or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
             built_in = claim.get("by_construction") or (
-                spread_at_ceiling(cell["seed_values"], paper)
+                spread_at_ceiling(cell.seed_values, paper)
                 if left.get("statistic") == "std" and left["metric"] in TRIVIAL_SETS and claim["relation"] == "<"
                 else None
             )
             judged = judge(
-                paper, values, left["metric"], item.setting or "", cell["method"], rules, claim["relation"],
+                paper, values, left["metric"], item.setting or "", cell.method, rules, claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
                 inconclusive_category=WEAKER_RIVAL if weaker else "inconclusive",
-                paper_interval=tuple(cell["paper_interval"]) if cell.get("paper_interval") else None,
+                paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,
                 built_in=built_in,
             )  # fmt: skip
             if interval is not None:
-                cell["interval"] = list(interval)
-            cell.update({k: judged[k] for k in ("verdict", "category", "reason")})
-            cell["rules_out"] = judged.get("rules_out")
+                cell.interval = list(interval)
+            cell.judged({**judged, "trivial": None})
         cells.append(cell)
     return cells
 
 
-def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> tuple[list[dict], list[Claim]]:
+def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> tuple[list[Cell], list[Claim]]:
     """Every cell of the report judged, and the paper's claims with their cells (the report's headline).
 
     The table cells and the relations, each judged alone; then a ✓ cosine or test accuracy of
@@ -928,7 +997,7 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
     cells = collect_cells(plan, outcomes, numbers, rules) + collect_relations(plan, outcomes, rules, numbers)
     diagnostics = {item.id for item in plan.items if item.diagnostic}
     for cell in cells:
-        cell["diagnostic"] = cell["item"] in diagnostics
+        cell.diagnostic = cell.item in diagnostics
     guard_failed_fits(cells)
     claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})
     return cells, claims

@@ -20,12 +20,14 @@ import csv
 import html
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 from featlearn.studies.judgement import (
     MARKS,
     RELATION_PREFIX,
     VERDICTS,
+    Cell,
     Claim,
     claim_counts,
     short_reason,
@@ -83,44 +85,44 @@ def table_text(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def relations_table(rows: list[dict], notes: Notes | None = None) -> list[str]:
+def relations_table(rows: list[Cell], notes: Notes | None = None) -> list[str]:
     """An item's relations as Markdown: the relation, the paper's words, featlearn's two sides and the verdict."""
     notes = notes or Notes()
     if not rows:
         return []
     lines = ["| Relation | The paper | featlearn | Verdict |", "|---|---|---|---|"]
     for row in rows:
-        decimals = _decimals(row["metric"]) if row["metric"] else 2
+        decimals = _decimals(row.metric) if row.metric else 2
         ours = (
             ""
-            if row["mean"] is None
-            else f"{row['mean']:.{decimals}f}" + ("" if row["std"] is None else f" ± {row['std']:.{decimals}f}")
+            if row.mean is None
+            else f"{row.mean:.{decimals}f}" + ("" if row.std is None else f" ± {row.std:.{decimals}f}")
         )
-        other = row["reference"] or "the paper's bound"
-        theirs = "" if row["paper"] is None else f"{row['paper']:.{decimals}f}"
-        theirs += interval_text(row.get("paper_interval"), decimals)
-        side = "" if row["paper"] is None else f" {row['relation']} {theirs} ({other})"
+        other = row.reference or "the paper's bound"
+        theirs = "" if row.paper is None else f"{row.paper:.{decimals}f}"
+        theirs += interval_text(row.paper_interval, decimals)
+        side = "" if row.paper is None else f" {row.relation} {theirs} ({other})"
         if ours:
-            ours += interval_text(row.get("interval"), decimals)
-        metric = row["metric"] + (f" ({row['metric_statistic']})" if row.get("metric_statistic") else "")
-        measured = f"{row.get('left', '')} {metric}: {ours}{side}".strip() if ours else ""
-        if measured and row.get("seed_values"):  # a spread: the seeds' values it is the spread of
-            seeds = ", ".join(f"{v:.{decimals}f}" for v in row["seed_values"])
-            measured += f"; the seeds' {row['metric']} values: {seeds}"
+            ours += interval_text(row.interval, decimals)
+        metric = row.metric + (f" ({row.metric_statistic})" if row.metric_statistic else "")
+        measured = f"{row.left} {metric}: {ours}{side}".strip() if ours else ""
+        if measured and row.seed_values:  # a spread: the seeds' values it is the spread of
+            seeds = ", ".join(f"{v:.{decimals}f}" for v in row.seed_values)
+            measured += f"; the seeds' {row.metric} values: {seeds}"
         verdict = verdict_text(row, notes)
-        relation = row["method"][len(RELATION_PREFIX) :]
-        cells = (relation, row["source"], measured, verdict)
+        relation = row.method[len(RELATION_PREFIX) :]
+        cells = (relation, row.source, measured, verdict)
         lines.append("| " + " | ".join(table_text(cell) for cell in cells) + " |")
     return ["", "The paper's statements checked as relations:", "", *lines]
 
 
-def verdict_text(cell: dict, notes: Notes) -> str:
+def verdict_text(cell: Cell, notes: Notes) -> str:
     """A cell's verdict in words: its mark, what a ✓ rules out, or the category and the (cited) reason."""
-    if cell["verdict"] == "reproduced":
-        return "✓" + (f" (rules out {cell['rules_out']})" if cell.get("rules_out") else "")
-    if cell["verdict"] == "not run":
-        return f"not run: {notes.cite(cell['reason'])}"
-    return f"{MARKS[cell['verdict']]} {cell['category']}: {notes.cite(cell['reason'])}"
+    if cell.verdict == "reproduced":
+        return "✓" + (f" (rules out {cell.rules_out})" if cell.rules_out else "")
+    if cell.verdict == "not run":
+        return f"not run: {notes.cite(cell.reason)}"
+    return f"{MARKS[cell.verdict]} {cell.category}: {notes.cite(cell.reason)}"
 
 
 def _format(value: float | None, decimals: int) -> str:
@@ -131,37 +133,37 @@ def _decimals(column: str) -> int:
     return next(d for c, _, _, d in COLUMNS if c == column)
 
 
-def item_table(rows: list[dict], ran: bool, notes: Notes | None = None) -> list[str]:
+def item_table(rows: list[Cell], ran: bool, notes: Notes | None = None) -> list[str]:
     """One item's cells as Markdown: a row per method, per metric "featlearn (paper P) mark"; then the reasons."""
     if not rows:
         return []
     notes = notes or Notes()
-    metrics = [c for c, _, _, _ in COLUMNS if any(r["metric"] == c for r in rows)]
+    metrics = [c for c, _, _, _ in COLUMNS if any(r.metric == c for r in rows)]
     labels = {c: label for c, _, label, _ in COLUMNS}
     lines = [
         "| Method | " + " | ".join(table_text(labels[m]) for m in metrics) + " |",
         "|---|" + "---:|" * len(metrics),
     ]
     reasons: dict[str, list[str]] = {}  # a verdict's text -> the cells it explains: one cause, written once
-    for method in dict.fromkeys(r["method"] for r in rows):
+    for method in dict.fromkeys(r.method for r in rows):
         cells = []
         for metric in metrics:
-            cell = next((r for r in rows if r["method"] == method and r["metric"] == metric), None)
+            cell = next((r for r in rows if r.method == method and r.metric == metric), None)
             if cell is None:
                 cells.append("")
                 continue
             decimals = _decimals(metric)
-            ours = _format(cell["mean"], decimals) + ("" if cell["std"] is None else f" ± {cell['std']:.{decimals}f}")
-            ours += interval_text(cell.get("interval"), decimals)
-            if cell.get("unreached"):
-                ours = ("not reached" if cell["mean"] is None else ours) + f" ({cell['unreached']} seed(s) not reached)"
-            bound = {"<": "< ", ">": "> "}.get(cell.get("relation"), "")
-            value = _format(cell["paper"], decimals)
-            against = f"{bound}{cell['reference']}'s {value}" if cell.get("reference") else f"paper {bound}{value}"
-            paper = "" if cell["paper"] is None else f" ({against})"
-            cells.append(f"{ours}{paper} {MARKS[cell['verdict']]}".strip())
-            explained = cell["verdict"] in ("differs", "cannot decide", "by construction")
-            if explained or (cell["verdict"] == "not run" and ran):
+            ours = _format(cell.mean, decimals) + ("" if cell.std is None else f" ± {cell.std:.{decimals}f}")
+            ours += interval_text(cell.interval, decimals)
+            if cell.unreached:
+                ours = ("not reached" if cell.mean is None else ours) + f" ({cell.unreached} seed(s) not reached)"
+            bound = {"<": "< ", ">": "> "}.get(cell.relation, "")
+            value = _format(cell.paper, decimals)
+            against = f"{bound}{cell.reference}'s {value}" if cell.reference else f"paper {bound}{value}"
+            paper = "" if cell.paper is None else f" ({against})"
+            cells.append(f"{ours}{paper} {MARKS[cell.verdict]}".strip())
+            explained = cell.verdict in ("differs", "cannot decide", "by construction")
+            if explained or (cell.verdict == "not run" and ran):
                 reasons.setdefault(verdict_text(cell, notes), []).append(f"{method}, {metric}")
         lines.append(f"| {table_text(method)} | " + " | ".join(cells) + " |")
     legend = (
@@ -173,7 +175,7 @@ def item_table(rows: list[dict], ran: bool, notes: Notes | None = None) -> list[
 
 
 def write_report(
-    out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[dict], claims: list[Claim], wall: dict
+    out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[Cell], claims: list[Claim], wall: dict
 ) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
     notes = Notes()
@@ -209,9 +211,9 @@ def write_report(
             seconds = outcome["training_seconds"]
             md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
-        rows = [c for c in cells if c["item"] == item.id and c.get("kind") != "relation"]
+        rows = [c for c in cells if c.item == item.id and c.kind != "relation"]
         md += item_table(rows, outcome["status"] == "run", notes)
-        md += relations_table([c for c in cells if c["item"] == item.id and c.get("kind") == "relation"], notes)
+        md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes)
         if outcome["status"] == "run":
             md += ITEM_KINDS[item.kind].lines(outcome)
         tuned = outcome.get("tuned") or {}
@@ -268,7 +270,7 @@ def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | 
     for claim in sorted(claims, key=lambda c: c.diagnostic):
         verdict = claim.verdict
         first = claim.deciding_cells[0] if claim.cells else None
-        deciding = next((c for c in claim.deciding_cells if c.get("verdict") == verdict), first)
+        deciding = next((c for c in claim.deciding_cells if c.verdict == verdict), first)
         if deciding is None:
             why = claim.not_measured or ""
             paper, ours = "", ""
@@ -277,39 +279,39 @@ def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | 
             paper, ours = matrix_numbers(deciding)
             others = len(claim.cells) - 1
             ours += f" (+{others} cell{'s' if others > 1 else ''})" if others else ""
-            section = f"{link}#{anchor(headings.get(deciding['item'], deciding['item']))}"
-            evidence = f"[{deciding['item']}]({section})"
+            section = f"{link}#{anchor(headings.get(deciding.item, deciding.item))}"
+            evidence = f"[{deciding.item}]({section})"
             if verdict in ("differs", "cannot decide"):
-                evidence += f": {deciding['category']}"
+                evidence += f": {deciding.category}"
             elif verdict == "by construction":  # its one-line why
-                evidence += f": {short_reason(deciding['reason'], 200)}"
+                evidence += f": {short_reason(deciding.reason, 200)}"
         label = f"{claim.words}" + (" (diagnostic)" if claim.diagnostic else "")
         row = (label, claim.place, paper, ours, f"{CLAIM_MARKS[verdict]}; {evidence}")
         lines.append("| " + " | ".join(table_text(cell) for cell in row) + " |")
     return lines
 
 
-def matrix_numbers(cell: dict) -> tuple[str, str]:
+def matrix_numbers(cell: Cell) -> tuple[str, str]:
     """A cell's two sides as the claims matrix shows them: the paper's (or the other side's) value, and featlearn's."""
-    if cell.get("paper") is None and cell.get("mean") is None:
+    if cell.paper is None and cell.mean is None:
         return "", ""
-    decimals = _decimals(cell["metric"]) if cell["metric"] in {c for c, _, _, _ in COLUMNS} else 2
-    relation = cell.get("relation") or "="
-    if cell.get("kind") == "relation":  # its words are the claim's line; the sides are left method vs the other
-        side = f"{cell['reference']}'s " if cell.get("reference") else ""
-        statistic = f" ({cell['metric_statistic']})" if cell.get("metric_statistic") else ""
-        value = _format(cell["paper"], decimals)
-        paper = f"{cell.get('left', '')} {cell['metric']}{statistic} {relation} {side}{value}"
+    decimals = _decimals(cell.metric) if cell.metric in {c for c, _, _, _ in COLUMNS} else 2
+    relation = cell.relation or "="
+    if cell.kind == "relation":  # its words are the claim's line; the sides are left method vs the other
+        side = f"{cell.reference}'s " if cell.reference else ""
+        statistic = f" ({cell.metric_statistic})" if cell.metric_statistic else ""
+        value = _format(cell.paper, decimals)
+        paper = f"{cell.left} {cell.metric}{statistic} {relation} {side}{value}"
     else:
-        paper = f"{cell['method']} {cell['metric']} {relation} {_format(cell['paper'], decimals)}"
-    paper += interval_text(cell.get("paper_interval"), decimals)
-    ours = _format(cell["mean"], decimals) + interval_text(cell.get("interval"), decimals)
-    if cell.get("std") and cell.get("n", 0) > 1:
-        ours += f" ± {cell['std']:.{decimals}f}"
+        paper = f"{cell.method} {cell.metric} {relation} {_format(cell.paper, decimals)}"
+    paper += interval_text(cell.paper_interval, decimals)
+    ours = _format(cell.mean, decimals) + interval_text(cell.interval, decimals)
+    if cell.std and cell.n > 1:
+        ours += f" ± {cell.std:.{decimals}f}"
     return paper, ours
 
 
-def judgement_lines(plan: Plan, cells: list[dict]) -> list[str]:
+def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
     """How cells and claims are judged (the rules of :mod:`featlearn.studies.judgement`), one bullet each."""
     md = ["How cells and claims are judged (`featlearn/studies/judgement.py`):", ""]
     floors = ", ".join(f"{column} {t['absolute']:g}" for column, t in judgement_rules(plan.paper)["tolerances"].items())
@@ -335,14 +337,14 @@ def judgement_lines(plan: Plan, cells: list[dict]) -> list[str]:
         "ceiling, featlearn against itself under a symmetry its algorithm has, a value the paper does not state), "
         "listed with its why in the judgement file's `by_construction`; never counted as reproduced"
     )
-    if any(c.get("relation") in ("<", ">") or c.get("interval") for c in cells):
+    if any(c.relation in ("<", ">") or c.interval for c in cells):
         md.append(
             "- a bound holds at the edge of the seeds' spread (std_multiple x std), a fitted rate (its 95% bootstrap "
             "interval in brackets) when the paper's value lies inside the interval or the bound holds at its edge; "
             "two rates are equal when their intervals overlap; where the judgement file's rival of the cell "
             "(another functional form) passes the same test, the cell is ○"
         )
-    if any(c.get("kind") == "relation" for c in cells):
+    if any(c.kind == "relation" for c in cells):
         md.append(
             "- a relation (the table under an item) between two measurements, or a measurement and the paper's "
             "bound, is judged by the same floors and bounds; ○ where its measurements cannot decide it (the spread "
@@ -355,7 +357,7 @@ def judgement_lines(plan: Plan, cells: list[dict]) -> list[str]:
 
 
 def write_results(
-    out: Path, plan: Plan, args: RunSettings, cells: list[dict], claims: list[Claim], notes: Notes, wall: dict
+    out: Path, plan: Plan, args: RunSettings, cells: list[Cell], claims: list[Claim], notes: Notes, wall: dict
 ) -> None:
     """``results.csv`` (a row per cell: its claim, per-seed values, verdict, short reason, note) and ``results.json``.
 
@@ -368,8 +370,8 @@ def write_results(
     ]  # fmt: skip
     rows = []
     for cell in cells:
-        note = notes.number(cell.get("reason") or "")
-        rows.append({**cell, "reason": short_reason(" ".join((cell.get("reason") or "").split())), "note": note})
+        note = notes.number(cell.reason or "")
+        rows.append({**asdict(cell), "reason": short_reason(" ".join((cell.reason or "").split())), "note": note})
     with open(out / "results.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
@@ -389,7 +391,7 @@ def write_results(
     }
     listed = [
         {"id": c.id, "place": c.place, "words": c.words, "verdict": c.verdict, "diagnostic": c.diagnostic,
-         "not_measured": c.not_measured, "items": sorted({cell["item"] for cell in c.cells})}
+         "not_measured": c.not_measured, "items": sorted({cell.item for cell in c.cells})}
         for c in claims
     ]  # fmt: skip
     sections = {item.id: f"{item.id}: {item.title}" for item in plan.items}
@@ -408,7 +410,7 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
+def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
     """The report's opening: what reproduces, what differs (each with its category), what was not run, and contents.
 
     One line per item, built from its cells' verdicts, so the reader sees every conclusion
@@ -416,7 +418,7 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
     """
     lines = ["## Summary", ""]
     for item in plan.items:
-        judged = [c for c in cells if c["item"] == item.id and c["verdict"]]
+        judged = [c for c in cells if c.item == item.id and c.verdict]
         outcome = outcomes[item.id]
         if outcome["status"] != "run":
             lines.append(f"- **{item.id}**: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
@@ -424,13 +426,13 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[dict]) -> list[str]:
         if not judged:
             lines.append(f"- **{item.id}**: no number in the paper to judge against (its figures are below).")
             continue
-        counts = {v: sum(1 for c in judged if c["verdict"] == v) for v in VERDICTS}
+        counts = {v: sum(1 for c in judged if c.verdict == v) for v in VERDICTS}
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
-        flagged = [c for c in judged if c["verdict"] in ("differs", "cannot decide", "by construction")]
+        flagged = [c for c in judged if c.verdict in ("differs", "cannot decide", "by construction")]
         differing = [
-            f'the relation "{c["method"][len(RELATION_PREFIX) :]}" ({c["category"]})'
-            if c.get("kind") == "relation"
-            else f"{c['method']} {c['metric']} ({c['category']})"
+            f'the relation "{c.method[len(RELATION_PREFIX) :]}" ({c.category})'
+            if c.kind == "relation"
+            else f"{c.method} {c.metric} ({c.category})"
             for c in flagged
         ]
         label = f"{item.id}** (diagnostic, not counted above)" if item.diagnostic else f"{item.id}**"
@@ -485,18 +487,18 @@ def summary_table(out: Path) -> str:
             f"--summary {str(out)!r} holds no results.json: give the --out folder of a finished featlearn reproduce."
         )
     content = json.loads(path.read_text())
-    summary, cells = content["summary"], content["cells"]
+    summary, cells = content["summary"], [Cell.from_dict(cell) for cell in content["cells"]]
     if "claims" not in content:  # a report written before claims: its cells, judged by the rules of its time
         return cell_counts_table(summary, cells, list(summary["counts"]), summary["counts"], earlier=True)
     claims = [Claim(c["id"], c["place"], c["words"], [], c["not_measured"], c["diagnostic"]) for c in content["claims"]]
     for claim in claims:
-        claim.cells = [cell for cell in cells if cell.get("claim") == claim.id]
+        claim.cells = [cell for cell in cells if cell.claim == claim.id]
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
     lines = [headline(claims), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
     return "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
 
 
-def cell_counts_table(summary: dict, cells: list[dict], verdicts: list[str], total: dict, earlier: bool = False) -> str:
+def cell_counts_table(summary: dict, cells: list[Cell], verdicts: list[str], total: dict, earlier: bool = False) -> str:
     """The cells' verdict counts per item, as Markdown; ``earlier``: a report written before claims, said so first."""
     lines = []
     if earlier:
@@ -508,9 +510,9 @@ def cell_counts_table(summary: dict, cells: list[dict], verdicts: list[str], tot
         ]
     title = f"{summary['paper']}, scale `{summary['scale']}`" + ("" if earlier else ": cells")
     lines += [f"| {title} | " + " | ".join(verdicts) + " |", "|---|" + "---:|" * len(verdicts)]
-    diagnostic_items = {c["item"] for c in cells if c.get("diagnostic")}
-    for item in dict.fromkeys(c["item"] for c in cells):
-        counts = [sum(1 for c in cells if c["item"] == item and c["verdict"] == v) for v in verdicts]
+    diagnostic_items = {c.item for c in cells if c.diagnostic}
+    for item in dict.fromkeys(c.item for c in cells):
+        counts = [sum(1 for c in cells if c.item == item and c.verdict == v) for v in verdicts]
         if any(counts):
             name = f"{item} (diagnostic)" if item in diagnostic_items else item
             lines.append(f"| {name} | " + " | ".join(str(n) for n in counts) + " |")

@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featlearn.studies.judgement import Claim, claim_counts, judge_report, verdict_counts
+from featlearn.studies.judgement import Cell, Claim, claim_counts, judge_report, verdict_counts
 from featlearn.studies.plan import (
     PAPERS,
     SCALES,
@@ -162,9 +162,9 @@ class Reproduction:
         counts: Verdict -> how many of the paper's claims have it (``reproduced``, ``differs``,
             ``cannot decide``, ``by construction``, ``not run``), the diagnostic items' claims not counted.
         cell_counts: The same for the cells.
-        cells: One per judged number or relation: ``item``, ``method``, ``metric``, ``featlearn`` and
-            ``paper`` values, ``verdict``, ``category`` and ``reason`` where it differs, per-seed values,
-            ``claim`` (the id of the claim it tests).
+        cells: One :class:`~featlearn.studies.judgement.Cell` per judged number or relation (its item,
+            method, metric, featlearn's and the paper's values, per-seed values, verdict, category and
+            reason, and the claim it tests).
         claims: The paper's claims (:class:`~featlearn.studies.judgement.Claim`), each with its cells.
         wall_seconds: This invocation's wall time.
         training_seconds: The sum of every trial's training time behind the report.
@@ -173,17 +173,17 @@ class Reproduction:
     out: Path
     counts: dict[str, int]
     cell_counts: dict[str, int]
-    cells: list[dict]
+    cells: list[Cell]
     claims: list[Claim]
     wall_seconds: float
     training_seconds: float
 
-    def verdicts(self, item: str | None = None, verdict: str | None = None) -> list[dict]:
+    def verdicts(self, item: str | None = None, verdict: str | None = None) -> list[Cell]:
         """The cells of one item (its id) and/or with one verdict; every cell without arguments."""
         return [
             cell
             for cell in self.cells
-            if (item is None or cell["item"] == item) and (verdict is None or cell["verdict"] == verdict)
+            if (item is None or cell.item == item) and (verdict is None or cell.verdict == verdict)
         ]
 
 

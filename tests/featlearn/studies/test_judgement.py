@@ -9,6 +9,7 @@ import pytest
 from featlearn.studies.judgement import (
     BUILT_IN,
     FAILED_FIT,
+    Cell,
     assign_claims,
     by_construction,
     claim_verdict,
@@ -250,13 +251,13 @@ def test_a_paper_value_below_its_own_trivial_rate_is_said_with_both_numbers():
 
 def test_a_match_of_a_method_whose_training_fit_differs_is_never_reproduced():
     cells = [
-        {"item": "E.1.2", "method": "Network w/o structure", "metric": "train", "verdict": "differs"},
-        {"item": "E.1.2", "method": "Network w/o structure", "metric": "cos", "verdict": "reproduced", "rules_out": ""},
-        {"item": "E.1.2", "method": "Network", "metric": "cos", "verdict": "reproduced"},
+        Cell("E.1.2", "T2", "Network w/o structure", "train", verdict="differs"),
+        Cell("E.1.2", "T2", "Network w/o structure", "cos", verdict="reproduced", rules_out="an unmoved layer"),
+        Cell("E.1.2", "T2", "Network", "cos", verdict="reproduced"),
     ]
     guard_failed_fits(cells)
-    assert [c["verdict"] for c in cells] == ["differs", "cannot decide", "reproduced"]
-    assert cells[1]["category"] == "its own fit differs" and "rules_out" not in cells[1]
+    assert [c.verdict for c in cells] == ["differs", "cannot decide", "reproduced"]
+    assert cells[1].category == "its own fit differs" and cells[1].rules_out is None
 
 
 def test_a_claims_verdict_follows_from_its_cells():
@@ -270,10 +271,10 @@ def test_a_claims_verdict_follows_from_its_cells():
 
 def test_each_judged_cell_belongs_to_one_claim_and_an_unnamed_row_becomes_its_own():
     cells = [
-        {"item": "E.1.1", "method": "Network", "metric": "test", "verdict": "reproduced"},
-        {"item": "E.1.1", "method": "Network", "metric": "cos", "verdict": "differs"},
-        {"item": "E.1.1", "method": "NTK", "metric": "test", "verdict": "differs"},
-        {"item": "E.1.1", "method": "Trivial (majority class)", "metric": "test", "verdict": ""},  # no paper value
+        Cell("E.1.1", "T1", "Network", "test", verdict="reproduced"),
+        Cell("E.1.1", "T1", "Network", "cos", verdict="differs"),
+        Cell("E.1.1", "T1", "NTK", "test", verdict="differs"),
+        Cell("E.1.1", "T1", "Trivial (majority class)", "test"),  # no paper value, no verdict
     ]
     entries = [
         {"id": "learns", "place": "Table 1", "words": "it  learns", "cells": [{"item": "E.1.1", "method": "N*"}]},
@@ -281,10 +282,20 @@ def test_each_judged_cell_belongs_to_one_claim_and_an_unnamed_row_becomes_its_ow
     ]
     claims = assign_claims(entries, cells, {"E.1.1": "E.1.1 parity (T1)"})
     assert [(c.id, len(c.cells), c.verdict) for c in claims] == [("learns", 3, "differs"), ("never", 0, "not run")]
-    assert claims[0].words == "it learns" and cells[0]["claim"] == "learns" and "claim" not in cells[3]
+    assert claims[0].words == "it learns" and cells[0].claim == "learns" and cells[3].claim is None
     alone = assign_claims([], cells, {"E.1.1": "E.1.1 parity (T1)"})
     place = "E.1.1 parity (T1)"
     assert [(c.id, c.place) for c in alone] == [("E.1.1: Network", place), ("E.1.1: NTK", place)]
+
+
+def test_a_cell_takes_only_its_own_fields():
+    cell = Cell("E.1.1", "T1", "Network", "test")
+    cell.update(verdict="reproduced", mean=100.0)
+    assert (cell.verdict, cell.mean, cell.kind) == ("reproduced", 100.0, "table")
+    with pytest.raises(AttributeError, match="Cell has no field 'verdcit'"):
+        cell.update(verdcit="differs")
+    row = {"item": "E.1.1", "setting": "T1", "method": "N", "metric": "test", "note": 3, "verdict": "differs"}
+    assert Cell.from_dict(row).verdict == "differs"  # a results.json row: its note is the report's, not the cell's
 
 
 def test_a_long_reason_is_cut_at_a_sentence():

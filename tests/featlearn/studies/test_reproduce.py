@@ -10,6 +10,7 @@ import json
 import math
 import shutil
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from featlearn.config_files import resolve_config
 from featlearn.studies.judgement import (
     RELATION_PREFIX,
     VERDICTS,
+    Cell,
     assign_claims,
     by_construction,
     claim_counts,
@@ -54,7 +56,7 @@ from featlearn.studies.reproduce import check_plan_record, reproduce, reproduce_
 
 def relations_by_words(*args) -> dict[str, dict]:
     """collect_relations(*args) keyed by each relation's words."""
-    return {c["method"].removeprefix(RELATION_PREFIX): c for c in collect_relations(*args)}
+    return {c.method.removeprefix(RELATION_PREFIX): c for c in collect_relations(*args)}
 
 
 def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_against_what_the_paper_states():
@@ -109,12 +111,12 @@ def test_cells_against_another_method_and_phases_a_seed_did_not_reach():
     rules = {"tolerances": {"margin": {"absolute": 5.0, "std_multiple": 2.0},
                             "gamma": {"absolute": 0.5, "std_multiple": 2.0}}, "reasons": []}  # fmt: skip
     cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
-    by = {(c["method"], c["metric"]): c for c in cells}
-    assert by["B", "margin"]["paper"] == 51.0 and by["B", "margin"]["verdict"] == "reproduced"
-    assert by["B", "margin"]["reference"] == "A"
-    assert by["C", "gamma"]["verdict"] == "reproduced" and by["C", "gamma"]["relation"] == "<"
-    assert by["C", "margin"]["mean"] is None and by["C", "margin"]["unreached"] == 2
-    assert by["A", "margin"]["verdict"] == ""  # no number to compare with
+    by = {(c.method, c.metric): c for c in cells}
+    assert by["B", "margin"].paper == 51.0 and by["B", "margin"].verdict == "reproduced"
+    assert by["B", "margin"].reference == "A"
+    assert by["C", "gamma"].verdict == "reproduced" and by["C", "gamma"].relation == "<"
+    assert by["C", "margin"].mean is None and by["C", "margin"].unreached == 2
+    assert by["A", "margin"].verdict == ""  # no number to compare with
     table = "\n".join(item_table(cells, True))
     assert "(A's 51.0)" in table and "(< A's 6.100)" in table and "not reached (2 seed(s) not reached)" in table
 
@@ -140,17 +142,17 @@ def test_every_compare_item_has_trivial_rows_and_judges_accuracies_against_them(
     rules = {"tolerances": {"train": {"absolute": 3.0}, "test": {"absolute": 3.0}, "cos": {"absolute": 0.05}},
              "reasons": []}  # fmt: skip
     cells = collect_cells(plan, {"R": {"status": "run", "results": results}}, numbers, rules)
-    by = {(c["method"], c["metric"]): c for c in cells}
-    assert by["Trivial (majority class)", "train"]["mean"] == pytest.approx(50.2)
-    assert by["Trivial (majority class)", "cos"]["mean"] == pytest.approx(0.127)  # the initialisation's cosine
-    assert by["RF", "cos"]["verdict"] == "cannot decide"  # both sides at the random layer's value
-    assert by["Network", "cos"]["paper"] is None and by["Network", "cos"]["verdict"] == ""  # no paper number
-    assert by["Network", "test"]["values"] == [99.9, 100.0]  # every seed's value, for results.csv/json
-    assert by["Trivial (majority class), w/o structure", "test"]["mean"] == pytest.approx(95.05)
-    assert by["Network", "test"]["verdict"] == "reproduced"
-    assert by["One Step", "test"]["verdict"] == "cannot decide"  # chance against chance
+    by = {(c.method, c.metric): c for c in cells}
+    assert by["Trivial (majority class)", "train"].mean == pytest.approx(50.2)
+    assert by["Trivial (majority class)", "cos"].mean == pytest.approx(0.127)  # the initialisation's cosine
+    assert by["RF", "cos"].verdict == "cannot decide"  # both sides at the random layer's value
+    assert by["Network", "cos"].paper is None and by["Network", "cos"].verdict == ""  # no paper number
+    assert by["Network", "test"].values == [99.9, 100.0]  # every seed's value, for results.csv/json
+    assert by["Trivial (majority class), w/o structure", "test"].mean == pytest.approx(95.05)
+    assert by["Network", "test"].verdict == "reproduced"
+    assert by["One Step", "test"].verdict == "cannot decide"  # chance against chance
     failed = by["Network w/o structure", "train"]  # at its own set's 95% majority rate, the paper at 100
-    assert (failed["verdict"], failed["category"]) == ("differs", "a failed fit")
+    assert (failed.verdict, failed.category) == ("differs", "a failed fit")
     table = "\n".join(item_table(cells, True))
     assert "| Trivial (majority class) | 50.20 ± 0.14 | 50.10 ± 0.14 |" in table
     assert "- One Step, test: ○ both at the trivial rate: " in table
@@ -184,17 +186,17 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
     plan = Plan("shi2022", "t", {}, [item], "")
     cells = collect_cells(plan, {"F26": outcome}, paper_numbers("shi2022"), judgement_rules("shi2022"))
-    by = {c["method"]: c for c in cells if c["metric"] == "minimum"}
-    assert by["chosen teacher"]["verdict"] == "reproduced"  # log2 8 against log2 9: within a factor 2
-    assert by["teacher FC(50)"]["verdict"] == "reproduced"  # 32 > 8
-    assert by["teacher FC(500)"]["verdict"] == "differs"  # 24 is not above FC(50)'s 32
-    assert by["teacher sweep (Algorithm 1)"]["verdict"] == ""  # the reference itself
+    by = {c.method: c for c in cells if c.metric == "minimum"}
+    assert by["chosen teacher"].verdict == "reproduced"  # log2 8 against log2 9: within a factor 2
+    assert by["teacher FC(50)"].verdict == "reproduced"  # 32 > 8
+    assert by["teacher FC(500)"].verdict == "differs"  # 24 is not above FC(50)'s 32
+    assert by["teacher sweep (Algorithm 1)"].verdict == ""  # the reference itself
     # A minimum at the sweep's edge cannot say where the U-curve's minimum is: inconclusive, not "differs".
     claim = {"relation": "minimum: > teacher FC(500)"}
     numbers = {**paper_numbers("shi2022"), ("E.5.4 MNIST-5k", "teacher FC(1000)"): claim}
     cells = collect_cells(plan, {"F26": outcome}, numbers, judgement_rules("shi2022"))
-    edge = next(c for c in cells if c["method"] == "teacher FC(1000)" and c["metric"] == "minimum")
-    assert (edge["verdict"], edge["category"]) == ("cannot decide", "inconclusive")
+    edge = next(c for c in cells if c.method == "teacher FC(1000)" and c.metric == "minimum")
+    assert (edge.verdict, edge.category) == ("cannot decide", "inconclusive")
 
 
 def test_data_root_places_the_items_data_paths_under_it(tmp_path, monkeypatch):
@@ -317,17 +319,17 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
         ],
     }  # fmt: skip
     cells = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)
-    assert cells["beats"]["verdict"] == "reproduced" and cells["beats"]["paper"] == 84.5
-    assert cells["chance"]["verdict"] == "reproduced"  # the claim itself is about chance
+    assert cells["beats"].verdict == "reproduced" and cells["beats"].paper == 84.5
+    assert cells["chance"].verdict == "reproduced"  # the claim itself is about chance
     overfits = cells["overfits"]  # 99.5 is below 100, but 99.5 + 2 x 0.71 is not: the seeds straddle the bound
-    assert (overfits["verdict"], overfits["category"]) == ("cannot decide", "the seeds straddle the bound")
+    assert (overfits.verdict, overfits.category) == ("cannot decide", "the seeds straddle the bound")
     # Not measured in an item that ran: undecided ("not run" is for items that did not run).
     clusters = cells["clusters"]
-    assert (clusters["verdict"], clusters["category"]) == ("cannot decide", "not measured")
-    assert clusters["reason"] == "no statistic yet"
+    assert (clusters.verdict, clusters.category) == ("cannot decide", "not measured")
+    assert clusters.reason == "no statistic yet"
     assert "left out by --only" not in cells
-    assert cells["steady"]["verdict"] == "differs"  # 99, 100: a std of 0.71, at least 0.32 (95%), not < 0.2
-    assert cells["steady"]["mean"] == pytest.approx(0.7071, abs=1e-4) and cells["steady"]["std"] is None
+    assert cells["steady"].verdict == "differs"  # 99, 100: a std of 0.71, at least 0.32 (95%), not < 0.2
+    assert cells["steady"].mean == pytest.approx(0.7071, abs=1e-4) and cells["steady"].std is None
     table = "\n".join(relations_table(list(cells.values())))
     assert (
         "| steady | s | Network test (std over 2 seeds): 0.71 < 0.20 (the paper's bound); the seeds' test values: "
@@ -343,10 +345,10 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     similar = {"item": "R", "claim": "similar", "source": "s", "relation": "=", "right": {"method": "Network"}}
     rules["relations"].append({**similar, "left": {"method": "Network w/o structure", "metric": "test"}})
     again = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules)
-    assert (again["chance"]["verdict"], again["chance"]["category"]) == ("cannot decide", "inconclusive")
-    assert "does not fit its training set" in again["chance"]["reason"]
-    assert again["similar"]["verdict"] == "cannot decide"
-    assert "95.0% against 50.0%" in again["similar"]["reason"]
+    assert (again["chance"].verdict, again["chance"].category) == ("cannot decide", "inconclusive")
+    assert "does not fit its training set" in again["chance"].reason
+    assert again["similar"].verdict == "cannot decide"
+    assert "95.0% against 50.0%" in again["similar"].reason
     assert "| ○ inconclusive: NTK w/o structure does not fit" in "\n".join(relations_table(list(again.values())))
     # The spread of a method at its trivial rate is its seeds' class balance: it decides nothing.
     steady = {"item": "R", "claim": "steady at chance", "source": "s", "relation": "<", "value": 0.5}
@@ -354,25 +356,25 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
         {**steady, "left": {"method": "Network w/o structure", "metric": "test", "statistic": "std"}}
     )
     spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules)
-    assert spread["steady at chance"]["verdict"] == "cannot decide"
-    assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["steady at chance"]["reason"]
-    assert spread["steady"]["verdict"] == "differs"  # the Network is clear of its trivial rate
+    assert spread["steady at chance"].verdict == "cannot decide"
+    assert "within the floor of its trivial rate (95.0% against 95.0%)" in spread["steady at chance"].reason
+    assert spread["steady"].verdict == "differs"  # the Network is clear of its trivial rate
     # A spread that degenerate seeds are part of measures the failures, not the method's stability.
     failing = {**results, "NTK": {**results["NTK"], "degenerate": [True, False]}}
     rules["relations"].append({**steady, "claim": "unstable", "relation": ">",
                             "left": {"method": "NTK", "metric": "test", "statistic": "std"}})  # fmt: skip
     unstable = relations_by_words(plan, {"R": {"status": "run", "results": failing}}, rules)
-    assert unstable["unstable"]["verdict"] == "cannot decide"
-    assert "1 of featlearn's 2 seeds of NTK degenerated" in unstable["unstable"]["reason"]
+    assert unstable["unstable"].verdict == "cannot decide"
+    assert "1 of featlearn's 2 seeds of NTK degenerated" in unstable["unstable"].reason
     rules["relations"].pop()
     # The paper's spread is of its own fit: a spread of a method whose mean is not the paper's decides nothing.
     numbers = {("S", "Network"): {"test": 90.0}}
     spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules, numbers)
-    assert spread["steady"]["verdict"] == "cannot decide"  # 99.5 against the paper's 90.0
-    assert "featlearn's Network (99.5%) is not the paper's (90.0%" in spread["steady"]["reason"]
+    assert spread["steady"].verdict == "cannot decide"  # 99.5 against the paper's 90.0
+    assert "featlearn's Network (99.5%) is not the paper's (90.0%" in spread["steady"].reason
     numbers = {("S", "Network"): {"test": 98.0}}  # within the floor: judged, and its 0.71 is not below 0.5
     spread = relations_by_words(plan, {"R": {"status": "run", "results": more}}, rules, numbers)
-    assert spread["steady"]["verdict"] == "differs"
+    assert spread["steady"].verdict == "differs"
     rules["relations"].pop()
     rules["relations"].pop()
     # A claim across two items reads the right side in the other item, and is not run without it.
@@ -384,13 +386,13 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     theirs = {"NTK": {"test_acc": [90.0, 91.0]}}
     outcomes = {"R": {"status": "run", "results": results}, "Q": {"status": "run", "results": theirs}}
     crossed = relations_by_words(two, outcomes, rules)["above the other's"]
-    assert crossed["paper"] == 90.5 and crossed["reference"] == "NTK, Q" and crossed["verdict"] == "reproduced"
+    assert crossed.paper == 90.5 and crossed.reference == "NTK, Q" and crossed.verdict == "reproduced"
     outcomes["Q"] = {"status": "not run", "why": "no files"}
     crossed = relations_by_words(two, outcomes, rules)["above the other's"]
-    assert crossed["verdict"] == "not run" and crossed["reason"] == "Q: no files"
+    assert crossed.verdict == "not run" and crossed.reason == "Q: no files"
     rules["relations"].pop()
     skipped = collect_relations(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
-    assert [c["verdict"] for c in skipped] == ["not run"] * 5 and skipped[0]["reason"] == "no files"
+    assert [c.verdict for c in skipped] == ["not run"] * 5 and skipped[0].reason == "no files"
 
 
 def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
@@ -509,9 +511,11 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     plan = load_plan("shi2022")
     text = (out / "report.md").read_text()
     assert all(f"## {item.id}: " in text for item in plan.items)  # every section present
-    counts = first.counts
-    said = f"{counts['reproduced']} reproduced, {counts['differs']} differ, {counts['uninformative']} uninformative"
-    assert said in text
+    counts = first.counts  # the claims' (the judgement file's 52, and one per table row no claim names)
+    total = sum(counts.values())
+    assert f"**The paper's {total} claims: {counts['reproduced']} reproduced, {counts['differs']} differ," in text
+    assert total >= 40
+    assert {c.id for c in first.claims} >= {claim["id"] for claim in judgement_rules("shi2022")["claims"]}
     assert "## Summary" in text and "Contents:" in text  # the conclusions before any table
     marks = {True: "** (diagnostic, not counted above): ", False: "**: "}  # a diagnostic item says it is one
     assert all(f"- **{item.id}{marks[item.diagnostic]}" in text for item in plan.items)
@@ -569,31 +573,38 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
 def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_remarks(tmp_path):
     out = tmp_path / "glasgow"
     result = reproduce("glasgow2023", out, scale="smoke")  # from Python, with featlearn's own builder
-    cells = {(c["item"], c["method"], c["metric"]): c for c in result.cells}
+    cells = {(c.item, c.method, c.metric): c for c in result.cells}
     in_theorem = [c for key, c in cells.items() if key[0] == "Theorem 3.1"]
-    rates = [c for c in in_theorem if c["metric"] == "alpha" and not c.get("kind")]
-    theorem = {(c["item"], c["method"], c["metric"]): c for c in rates}
-    headline = [c for c in in_theorem if c.get("kind") == "relation" and c.get("left")]
-    assert len(headline) == 1 and headline[0]["paper_interval"]  # the network's interval against the NTK's
+    rates = [c for c in in_theorem if c.metric == "alpha" and c.kind == "table"]
+    theorem = {(c.item, c.method, c.metric): c for c in rates}
+    headline = [c for c in in_theorem if c.kind == "relation" and c.left]
+    assert len(headline) == 1 and headline[0].paper_interval  # the network's interval against the NTK's
     assert set(theorem) == {("Theorem 3.1", "Network", "alpha"), ("Theorem 3.1", "NTK", "alpha")}
-    assert all(c["verdict"] in ("reproduced", "differs") and c["mean"] > 0 for c in theorem.values())
-    assert all(len(c["interval"]) == 2 for c in theorem.values())  # a rate is judged by its interval
-    assert cells["Theorem 3.1", "Network", "log_power"]["relation"] == "<"
+    judged = ("reproduced", "differs", "cannot decide")  # the smoke's exponents mean nothing: any verdict but none
+    assert all(c.verdict in judged and c.mean > 0 for c in theorem.values())
+    assert all(len(c.interval) == 2 for c in theorem.values())  # a rate is judged by its interval
+    assert cells["Theorem 3.1", "Network", "log_power"].relation == "<"
     for name, _, _ in PHASES.values():  # both phases fitted on the smoke's 4 settings, both exponents judged
         for metric in ("exp_log", "exp_eta"):
-            assert cells["Phases", name, metric]["verdict"] in ("reproduced", "differs")
+            assert cells["Phases", name, metric].verdict in judged
     rotated = cells["Remarks 2.1 and 4.3", "Network (rotated basis)", "margin"]
-    assert rotated["reference"] == "Network" and rotated["verdict"] in ("reproduced", "differs")
+    assert rotated.reference == "Network" and rotated.verdict == "by construction"  # featlearn against itself
     frozen = "Network (second layer frozen, |a| = 1)"
-    assert cells["Remarks 2.1 and 4.3", frozen, "growth"]["relation"] == "<"
-    assert cells["Remarks 2.1 and 4.3", frozen, "outside_mass"]["relation"] == ">"
-    assert cells["Remarks 2.1 and 4.3", "Network", "growth"]["relation"] == ">"
+    assert cells["Remarks 2.1 and 4.3", frozen, "growth"].relation == "<"
+    assert cells["Remarks 2.1 and 4.3", frozen, "outside_mass"].relation == ">"
+    assert cells["Remarks 2.1 and 4.3", "Network", "growth"].relation == ">"
     text = (out / "report.md").read_text()
     assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
     figures = out / "figures"
     assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
     assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
     assert (figures / "remarks_2_1_and_4_3_phase_curves.png").is_file()
+    assert [c.id for c in result.claims if c.cells] == [c["id"] for c in judgement_rules("glasgow2023")["claims"]]
+    if shutil.which("chromium") or shutil.which("chromium-browser"):  # the claims matrix on the first screen
+        from tests.test_docs_site import first_table_on_screen
+
+        top, head, screen = first_table_on_screen(out / "report.html")
+        assert head == "Claim" and 0 < top < screen
 
 
 def test_every_kind_a_plan_may_name_has_its_class():
@@ -633,25 +644,24 @@ def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_e
     }  # fmt: skip
     numbers = {("Theorem 3.1", "Network"): {"alpha": 2.0, "relation": "<"}, ("Theorem 3.1", "NTK"): {"alpha": 2.0}}
     outcomes = {"R": {"status": "run", "results": results}}
-    cells = {c["method"]: c for c in collect_cells(plan, outcomes, numbers, rules)}
-    assert cells["Network"]["verdict"] == "reproduced" and cells["Network"]["interval"] == [1.32, 1.71]
-    assert cells["NTK"]["verdict"] == "differs"  # 2 lies outside [2.34, 2.51], though within 0.5 of 2.42
+    cells = {c.method: c for c in collect_cells(plan, outcomes, numbers, rules)}
+    assert cells["Network"].verdict == "reproduced" and cells["Network"].interval == [1.32, 1.71]
+    assert cells["NTK"].verdict == "differs"  # 2 lies outside [2.34, 2.51], though within 0.5 of 2.42
     table = "\n".join(item_table(list(cells.values()), ran=True))
     assert "| NTK | 2.42 [2.34, 2.51] (paper 2.00) ✗ |" in table
     claim = collect_relations(plan, outcomes, rules)[0]
-    assert claim["verdict"] == "reproduced" and claim["paper"] == 2.42  # 1.71 < 2.34: edge against edge
+    assert claim.verdict == "reproduced" and claim.paper == 2.42  # 1.71 < 2.34: edge against edge
     assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(relations_table([claim]))
     results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below
-    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "differs"
+    assert collect_relations(plan, outcomes, rules)[0].verdict == "differs"
     rules["relations"][0]["relation"] = "="  # two rates are equal when their intervals overlap
-    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "reproduced"
+    assert collect_relations(plan, outcomes, rules)[0].verdict == "reproduced"
     results["Network"]["alpha_interval"] = [1.32, 1.71]
-    assert collect_relations(plan, outcomes, rules)[0]["verdict"] == "differs"
+    assert collect_relations(plan, outcomes, rules)[0].verdict == "differs"
 
 
 def test_a_pipe_in_a_method_or_column_name_stays_inside_its_table_cell():
-    cells = [{"method": "Network (|a| = 1)", "metric": "growth", "mean": 0.5, "std": None, "paper": 0.0,
-              "relation": ">", "reference": None, "verdict": "reproduced"}]  # fmt: skip
+    cells = [Cell("R", "S", "Network (|a| = 1)", "growth", ">", paper=0.0, mean=0.5, verdict="reproduced")]
     table = item_table(cells, ran=True)
     assert table[0] == "| Method | Growth of \\|\\|w_sig\\|\\| on S: log(RSS lin / RSS exp) |"
     assert table[2].startswith("| Network (\\|a\\| = 1) | 0.50 (paper > 0.00) ✓")
@@ -702,16 +712,16 @@ def test_a_test_at_chance_is_no_claim_where_the_method_falls_short_of_the_papers
 
 def test_diagnostic_items_are_judged_but_not_counted_in_the_headline(tmp_path):
     cells = [
-        {"item": "Table", "method": "A", "metric": "test", "verdict": "reproduced", "diagnostic": False},
-        {"item": "Table", "method": "B", "metric": "test", "verdict": "differs", "diagnostic": False},
-        {"item": "Sweep", "method": "A", "metric": "test", "verdict": "reproduced", "diagnostic": True},
-        {"item": "Sweep", "method": "B", "metric": "test", "verdict": "differs", "diagnostic": True},
+        Cell("Table", "T", "A", "test", verdict="reproduced"),
+        Cell("Table", "T", "B", "test", verdict="differs"),
+        Cell("Sweep", "S", "A", "test", verdict="reproduced", diagnostic=True),
+        Cell("Sweep", "S", "B", "test", verdict="differs", diagnostic=True),
     ]
     assert verdict_counts(cells) == {"reproduced": 1, "differs": 1, "cannot decide": 0, "by construction": 0,
                                      "not run": 0}  # fmt: skip
     assert verdict_counts(cells, diagnostic=True)["reproduced"] == 1
     for cell in cells:
-        cell.update(paper=100.0, mean=99.0, std=0.5, n=2, relation="=", category="c", reason="r")
+        cell.update(paper=100.0, mean=99.0, std=0.5, n=2, category="c", reason="r")
     entries = [{"id": "a-learns", "place": "Table 1", "words": "A learns", "cells": [{"method": "A"}]}]
     claims = assign_claims(entries, cells, {"Table": "Table 1", "Sweep": "a sweep"})
     assert [(c.id, c.verdict, c.diagnostic) for c in claims] == [
@@ -723,7 +733,7 @@ def test_diagnostic_items_are_judged_but_not_counted_in_the_headline(tmp_path):
     listed = [{"id": c.id, "place": c.place, "words": c.words, "diagnostic": c.diagnostic, "not_measured": None}
               for c in claims]  # fmt: skip
     content = {"summary": summary, "claims": listed, "sections": {"Table": "Table: t", "Sweep": "Sweep: s"},
-               "cells": cells}  # fmt: skip
+               "cells": [asdict(cell) for cell in cells]}  # fmt: skip
     (tmp_path / "results.json").write_text(json.dumps(content))
     table = summary_table(tmp_path)
     assert table.startswith("**The paper's 2 claims: 1 reproduced, 1 differ,")  # the diagnostic claim apart
@@ -772,13 +782,13 @@ def test_a_claim_against_a_failed_fit_or_a_spread_five_seeds_cannot_place_is_inc
         ],
     }  # fmt: skip
     cells = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)
-    assert cells["above NTK"]["verdict"] == "cannot decide"
-    assert "NTK, is a failed fit (it sits within the floor of its trivial rate" in cells["above NTK"]["reason"]
-    assert "1 of its 5 seeds degenerated" in cells["above RF"]["reason"]
+    assert cells["above NTK"].verdict == "cannot decide"
+    assert "NTK, is a failed fit (it sits within the floor of its trivial rate" in cells["above NTK"].reason
+    assert "1 of its 5 seeds degenerated" in cells["above RF"].reason
     steady = cells["steady"]  # 0.37 over 5 seeds: the true spread lies between 0.22 and 1.06
-    assert steady["verdict"] == "cannot decide" and "between 0.22 and 1.06 (95%)" in steady["reason"]
+    assert steady.verdict == "cannot decide" and "between 0.22 and 1.06 (95%)" in steady.reason
     steadiest = cells["steadiest"]  # every seed within 0.1 of 100%: no spread of them can reach 0.5
-    assert steadiest["verdict"] == "by construction" and "within 0.10 of the 100% ceiling" in steadiest["reason"]
+    assert steadiest.verdict == "by construction" and "within 0.10 of the 100% ceiling" in steadiest.reason
     low, high = std_interval(1.0, 5)
     assert (round(low, 2), round(high, 2)) == (0.6, 2.87)
 
@@ -800,7 +810,7 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
         for cell in content["cells"]:
             if not cell["verdict"]:
                 continue
-            verdicts.setdefault(verdict_key(cell), set()).add(cell["verdict"])
+            verdicts.setdefault(verdict_key(Cell.from_dict(cell)), set()).add(cell["verdict"])
             assert cell["claim"] in claims  # every judged cell belongs to a claim
             assert len(cell["reason"]) <= 400  # in a table; the whole text once, in the notes
             assert cell["note"] is None or str(cell["note"]) in content["notes"]
