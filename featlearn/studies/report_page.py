@@ -46,6 +46,10 @@ CLAIM_MARKS = {
 }
 
 
+#: In the self-contained page, each claim mark's emoji becomes a coloured glyph: verdict -> (emoji, glyph).
+PAGE_MARKS = {v: (text.split()[0], "–" if v == "not run" else MARKS[v]) for v, text in CLAIM_MARKS.items()}
+
+
 class Notes:
     """The long reasons of a report, each written once at the end: a cell shows the first sentences and links there."""
 
@@ -458,6 +462,8 @@ def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
 
     body = re.sub(r'src="(figures/[^"]+\.png)"', embed, body)
     body = body.replace("<p><img", '<p class="grid"><img')
+    for verdict, (mark, glyph) in PAGE_MARKS.items():  # a coloured glyph every font has, where emoji fonts lack
+        body = body.replace(mark, f'<span class="verdict {verdict.replace(" ", "-")}">{glyph}</span>')
     body = re.sub(
         r"<h([23])>(.*?)</h\1>",
         lambda m: f'<h{m.group(1)} id="{anchor(html.unescape(m.group(2)))}">{m.group(2)}</h{m.group(1)}>',
@@ -467,6 +473,8 @@ def markdown_to_html(lines: list[str], out: Path, title: str) -> str:
         "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
         "img{max-width:100%}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(30em,1fr));gap:1em}"
+        ".verdict{font-weight:bold;padding:0 .2em}.reproduced{color:#1a7f37}.differs{color:#cf222e}"
+        ".cannot-decide{color:#9a6700}.by-construction{color:#0969da}.not-run{color:#6e7781}"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'

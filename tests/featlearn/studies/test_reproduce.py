@@ -501,6 +501,9 @@ def test_the_html_page_is_self_contained_and_well_formed(tmp_path):
     page.feed(markdown_to_html(lines, tmp_path, "t"))
     assert page.open == [] and page.count["table"] == 1 and page.count["td"] == 2 and page.count["img"] == 1
     assert "data:image/png;base64," in markdown_to_html(lines, tmp_path, "t")
+    # A claim's coloured mark: a glyph every font has, coloured by its class (an emoji font may be missing).
+    marked = markdown_to_html(["| Claim | Verdict |", "|---|---|", "| c | ❌ differs; x |"], tmp_path, "t")
+    assert '<span class="verdict differs">✗</span> differs; x' in marked and ".differs{color:" in marked
 
 
 @pytest.mark.slow
