@@ -229,9 +229,50 @@ def paper_numbers(paper: str) -> dict[tuple[str, str], dict]:
     return table
 
 
+#: The judgement file's lists of entries and the keys each entry must have (``cells`` or ``not_measured``: a claim's).
+RULE_ENTRIES = {
+    "claims": ("id", "place", "words"),
+    "by_construction": ("setting", "method", "metric", "why"),
+    "undecidable": ("setting", "method", "metric", "why"),
+    "rivals": ("setting", "method", "metric", "form", "value"),
+}
+#: What a claim's cell pattern may name.
+CELL_PATTERN_KEYS = {"item", "method", "metric"}
+
+
 def judgement_rules(paper: str) -> dict:
-    """The paper's tolerances and known reasons (``featlearn/papers/<paper>.yaml``)."""
-    return yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
+    """The paper's judgement file (``featlearn/papers/<paper>.yaml``): floors, reasons, claims, relations, ...
+
+    Raises:
+        ValueError: An entry of ``claims``, ``by_construction``, ``undecidable`` or ``rivals``
+            that lacks a key, a claim with neither cells nor ``not_measured``, a cell pattern with
+            an unknown key, or two claims with one id; naming the file and the entry.
+    """
+    rules = yaml.safe_load((resources.files("featlearn") / "papers" / f"{paper}.yaml").read_text())
+    check_rule_entries(rules, f"featlearn/papers/{paper}.yaml")
+    return rules
+
+
+def check_rule_entries(rules: dict, where: str) -> None:
+    """Refuse a malformed entry of a judgement file's lists (see :func:`judgement_rules`)."""
+    for name, keys in RULE_ENTRIES.items():
+        for index, entry in enumerate(rules.get(name) or []):
+            missing = [key for key in keys if key not in (entry or {})]
+            if missing:
+                raise ValueError(f"{where}: {name}[{index}] lacks {', '.join(missing)}: give each entry {keys}.")
+    ids = [claim["id"] for claim in rules.get("claims") or []]
+    for index, claim in enumerate(rules.get("claims") or []):
+        if not claim.get("cells") and not claim.get("not_measured"):
+            raise ValueError(f"{where}: claims[{index}] ({claim['id']}) names no cells: give cells, or not_measured.")
+        for pattern in claim.get("cells") or []:
+            unknown = set(pattern) - CELL_PATTERN_KEYS
+            if unknown:
+                raise ValueError(
+                    f"{where}: claims[{index}] ({claim['id']}) has a cell pattern with {sorted(unknown)}: a pattern "
+                    f"names {sorted(CELL_PATTERN_KEYS)}."
+                )
+        if ids.count(claim["id"]) > 1:
+            raise ValueError(f"{where}: the claim id {claim['id']!r} is given twice: each claim needs its own.")
 
 
 def _number(text: str | None) -> float | None:

@@ -45,6 +45,7 @@ from featlearn.studies.plan import (
     Item,
     Plan,
     RunSettings,
+    check_rule_entries,
     judgement_rules,
     load_plan,
     paper_numbers,
@@ -825,3 +826,19 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
                 assert not ran, cell
     split = {key: seen for key, seen in verdicts.items() if len(seen) > 1}
     assert not split, split
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ({"claims": [{"id": "a", "words": "w", "cells": [{"item": "I"}]}]}, r"claims\[0\] lacks place"),
+        ({"claims": [{"id": "a", "place": "T1", "words": "w"}]}, r"claims\[0\] \(a\) names no cells"),
+        ({"claims": [{"id": "a", "place": "T1", "words": "w", "cells": [{"setting": "S"}]}]}, r"\['setting'\]"),
+        ({"claims": [{"id": "a", "place": "p", "words": "w", "not_measured": "x"}] * 2}, "'a' is given twice"),
+        ({"rivals": [{"setting": "S", "method": "N", "metric": "alpha", "value": 1.5}]}, r"rivals\[0\] lacks form"),
+        ({"by_construction": [{"setting": "S", "method": "N", "metric": "cos"}]}, r"by_construction\[0\] lacks why"),
+    ],
+)
+def test_a_malformed_judgement_file_entry_is_refused_naming_it(rules, message):
+    with pytest.raises(ValueError, match=message):
+        check_rule_entries(rules, "featlearn/papers/p.yaml")
