@@ -191,6 +191,8 @@ def column_relation(relation: str, column: str) -> tuple[str, str | None]:
 
 #: The reason category for a difference that featlearn's measurements cannot decide: judged ○, not ✗.
 UNDECIDABLE = "a claim its measurements cannot decide"
+#: The category of a cell the judgement file lists as ``undecidable``: its measurement is not the paper's quantity.
+PROXY = "not the paper's quantity"
 #: The category of a bound whose mean holds it while the seeds' spread crosses it.
 STRADDLES = "the seeds straddle the bound"
 #: The category of a relation against featlearn's run of a method that falls short of the paper's run of it.
@@ -866,6 +868,11 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         ),
                         interval=None if interval is None else tuple(interval),
                         built_in=by_construction(rules, item.setting or "", method, column),
+                        inconclusive_category=(
+                            PROXY
+                            if not edges and first_match(rules.get("undecidable"), item.setting or "", method, column)
+                            else "inconclusive"
+                        ),
                     )
                     mean, std, n = summarize(measured)
                     cell.update(paper=paper_value, mean=mean, std=std, n=n, values=measured)  # per seed, in order

@@ -20,6 +20,7 @@ from featlearn.studies.judgement import (
     rival_passes,
     short_reason,
     spread_at_ceiling,
+    undecided_cell,
     weaker_rival,
 )
 
@@ -329,3 +330,10 @@ def test_a_bound_whose_seeds_straddle_it_cannot_decide():
     assert (cell["verdict"], cell["category"]) == ("cannot decide", "the seeds straddle the bound")
     assert judge(0.0, [-0.5, -0.6], "growth", "Remarks", "Network", rules, ">")["verdict"] == "differs"  # wrong side
     assert judge(0.0, [0.5, 0.6], "growth", "Remarks", "Network", rules, ">")["verdict"] == "reproduced"
+
+
+def test_a_cell_the_judgement_file_lists_as_undecidable_says_its_measurement_is_a_proxy():
+    listed = {"setting": "Phases", "method": "Iter*", "metric": "*", "why": "an earlier event"}
+    rules = {**RULES, "undecidable": [listed]}
+    assert undecided_cell(rules, "Phases", "Iterations to learn", "exp_log", {}, None) == "an earlier event"
+    assert undecided_cell(rules, "Phases", "Signal finding", "exp_log", {}, None) is None
