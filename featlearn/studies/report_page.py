@@ -9,8 +9,7 @@ reason written once), ``report.html`` (the same page rendered by markdown-it-py,
 self-contained: figures embedded), ``results.csv`` and ``results.json`` (every cell, with
 its per-seed values and its claim; the notes and claims in the JSON). :func:`summary_table`
 is the claims matrix and the cells' counts per item that the papers' pages show. The cells
-and verdicts themselves come from :mod:`featlearn.studies.reproduce` and
-:mod:`featlearn.studies.judgement`.
+and verdicts themselves come from :mod:`featlearn.studies.judgement`.
 """
 
 from __future__ import annotations
@@ -183,7 +182,7 @@ def write_report(
 ) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
     notes = Notes()
-    headings = {item.id: f"{item.id}: {item.title}" for item in plan.items}
+    headings = section_headings(plan)
     md = [f"# Reproduction report: {plan.title}", ""]
     md.append(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
@@ -241,6 +240,11 @@ def write_report(
     write_results(out, plan, args, cells, claims, notes, wall)
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
+
+
+def section_headings(plan: Plan) -> dict[str, str]:
+    """Each item's section heading (``id: title``), whose anchor the claims matrix links to."""
+    return {item.id: f"{item.id}: {item.title}" for item in plan.items}
 
 
 def count_text(counts: dict[str, int]) -> str:
@@ -398,7 +402,7 @@ def write_results(
          "not_measured": c.not_measured, "items": sorted({cell.item for cell in c.cells})}
         for c in claims
     ]  # fmt: skip
-    sections = {item.id: f"{item.id}: {item.title}" for item in plan.items}
+    sections = section_headings(plan)
     content = {
         "summary": summary,
         "claims": listed,
@@ -442,7 +446,7 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
         label = f"{item.id}** (diagnostic, not counted above)" if item.diagnostic else f"{item.id}**"
         lines.append(f"- **{label}: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
     lines += ["", "Contents:", ""]
-    lines += [f"- [{item.id}: {item.title}](#{anchor(f'{item.id}: {item.title}')})" for item in plan.items]
+    lines += [f"- [{heading}](#{anchor(heading)})" for heading in section_headings(plan).values()]
     return lines
 
 
