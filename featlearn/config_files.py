@@ -44,6 +44,7 @@ CONFIG_GROUPS = {
     "model": "Model overlays (featlearn fit --config EXPERIMENT --config NAME)",
     "debug": "Debug overlays (featlearn fit --config EXPERIMENT --config NAME)",
     "compare": "Methods files (featlearn compare --config EXPERIMENT --methods NAME)",
+    "calibration": "Candidates of a paper's open constants (featlearn calibrate --config EXPERIMENT --candidates NAME)",
     "samples": "Sample-complexity studies (featlearn samples --config EXPERIMENT --study NAME)",
     "reproduce": "Reproduction plans (featlearn reproduce --paper PAPER, PAPER the name after reproduce/)",
     "": "Defaults (loaded before every --config)",

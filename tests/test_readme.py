@@ -129,7 +129,9 @@ def test_the_readme_reproduction_tables_are_the_committed_reports():
         content = json.loads((report / "results.json").read_text())
         counts = content["summary"]["counts"]
         if "claims" in content:  # the claims' counts head the block, the cells' close it
-            assert f"**The paper's {sum(counts.values())} claims: {counts['reproduced']} reproduced," in block
+            only = content["summary"].get("only")  # a partial report names its items
+            whose = f"A partial report (only {'; '.join(only)}): the" if only else "The paper's"
+            assert f"**{whose} {sum(counts.values())} claims: {counts['reproduced']} reproduced," in block
             counts = content["summary"]["cell_counts"]
         assert " | ".join(f"**{n}**" for n in counts.values()) in block
 

@@ -2,7 +2,7 @@
 
 :mod:`featlearn.cli.main` is the console script: ``fit`` and the other LightningCLI
 subcommands go to :mod:`featlearn.runner` (which builds one run from its configs), and
-``compare``, ``samples``, ``teacher-check``, ``reproduce`` and ``configs`` to
+``compare``, ``samples``, ``teacher-check``, ``calibrate``, ``reproduce`` and ``configs`` to
 :mod:`featlearn.studies`. Nothing below the command line imports it.
 """
 

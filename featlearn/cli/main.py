@@ -4,6 +4,7 @@
 * ``featlearn compare ...``: several methods on one experiment (:mod:`featlearn.studies.compare`);
 * ``featlearn samples ...``: sample complexity n*(d) per method (:mod:`featlearn.studies.samples`);
 * ``featlearn teacher-check ...``: Shi et al.'s check of Algorithm 1 (:mod:`featlearn.studies.teacher_check`);
+* ``featlearn calibrate ...``: a paper's open constants chosen once on one table (:mod:`featlearn.studies.calibration`);
 * ``featlearn reproduce ...``: a paper's experiments and a report (:mod:`featlearn.studies.reproduce`);
 * ``featlearn configs [copy NAME [DEST]]``: list the shipped experiments, or copy one out to edit.
 """
@@ -95,6 +96,7 @@ STUDIES = {
     "compare": ("featlearn.studies.compare", "compare_command"),
     "samples": ("featlearn.studies.samples", "samples_command"),
     "teacher-check": ("featlearn.studies.teacher_check", "teacher_check_command"),
+    "calibrate": ("featlearn.studies.calibration", "calibrate_command"),
     "reproduce": ("featlearn.studies.reproduce", "reproduce_command"),
 }
 
@@ -134,8 +136,8 @@ def dispatch(args: list[str] | None) -> None:
         if command in (None, "-h", "--help"):
             print(
                 "featlearn {fit,validate,test,predict} (the LightningCLI below), featlearn compare --help, "
-                "featlearn samples --help, featlearn teacher-check --help, featlearn reproduce --help, "
-                "featlearn configs [copy NAME [DEST]]\n"
+                "featlearn samples --help, featlearn teacher-check --help, featlearn calibrate --help, "
+                "featlearn reproduce --help, featlearn configs [copy NAME [DEST]]\n"
             )
         build_cli(args)  # None: LightningCLI reads sys.argv itself
 

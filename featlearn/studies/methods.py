@@ -18,7 +18,7 @@ from pathlib import Path
 from featlearn.config_files import resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.runner.registry import config_class
-from featlearn.schedules import hold_from, is_segment_list, map_arguments, skip_steps
+from featlearn.schedules import canonical_segments, hold_from, is_segment_list, map_arguments, skip_steps
 from featlearn.studies.trials import get_path, load_yaml, merge_configs, set_path, tensorboard_logger
 
 #: The default methods file: Table 1 of Shi et al. (2022).
@@ -35,13 +35,18 @@ class Method:
     overrides: dict = field(default_factory=dict)
     without_structure: bool = False
     #: Grid of the method's free constants: ``"dotted.path[|dotted.path...]": [values]``; the
-    #: paths joined by ``|`` take the same value (e.g. the NTK's three rates).
+    #: paths joined by ``|`` take the same value (e.g. the NTK's three rates). A path ending in
+    #: ``@t`` (``model.init_args.training.lr_w@3``) sets a per-step schedule's value from step t
+    #: on and keeps the experiment's steps before t (:func:`~featlearn.schedules.hold_from`), so a
+    #: grid over a process's late rate leaves its early steps to the experiment (or its calibration).
     tune: dict = field(default_factory=dict)
     #: Steps of the experiment's process this method leaves out (every per-step schedule
     #: of ``model`` and ``data`` loses them, later steps move down, ``max_steps`` shrinks).
     skip_steps: tuple[int, ...] = ()
     #: The first layer (w and b) takes no update from this step on (after ``skip_steps``).
     freeze_first_layer_from: int | None = None
+    #: Schedules set from a step on, after the merge: dotted path -> (step t, value); a tuned ``path@t``.
+    tails: dict = field(default_factory=dict)
 
     def grid(self) -> list[dict[str, object]]:
         """Every combination of the tuned values, in the file's order: [{key: value}]."""
@@ -51,10 +56,15 @@ class Method:
     def with_values(self, values: dict[str, object]) -> Method:
         """This method with the tuned ``values`` written into its overrides (no grid left)."""
         overrides = copy.deepcopy(self.overrides)
+        tails = dict(self.tails)
         for key, value in values.items():
             for path in key.split("|"):
-                set_path(overrides, path, value, f"Method {self.name!r}: tune.{key}")
-        return replace(self, overrides=overrides, tune={})
+                if "@" in path:  # a schedule's value from step t on: applied after the merge (method_config)
+                    dotted, step = path.rsplit("@", 1)
+                    tails[dotted] = (int(step), value)
+                else:
+                    set_path(overrides, path, value, f"Method {self.name!r}: tune.{key}")
+        return replace(self, overrides=overrides, tune={}, tails=tails)
 
     @property
     def slug(self) -> str:
@@ -105,6 +115,14 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
             raise ValueError(
                 f"Method {name!r}: tune must map dotted config paths to non-empty lists of values, got {tune!r}."
             )
+        for key in tune:
+            for path in str(key).split("|"):
+                step = path.rsplit("@", 1)[1] if "@" in path else "1"
+                if not step.isdigit() or int(step) < 1:
+                    raise ValueError(
+                        f"Method {name!r}: tune key {key!r}: '@' must be followed by a step >= 1 "
+                        f"(model.init_args.training.lr_w@3: the rate from step 3 on)."
+                    )
         skip = spec.pop("skip_steps", None) or []
         if not isinstance(skip, list) or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in skip):
             raise ValueError(f"Method {name!r}: skip_steps must be a list of steps >= 1, got {skip!r}.")
@@ -127,6 +145,12 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
 def method_config(experiment: dict, method: Method, seeds: int, seed: int | None, out: Path) -> dict:
     """The full config of ``method``: the experiment, the method's overrides, then the comparison's settings."""
     config = copy.deepcopy(merge_configs(experiment, method.overrides))  # edited below: share nothing
+    for path, (step, value) in method.tails.items():  # a tuned schedule tail: the experiment's early steps kept
+        where = f"Method {method.name!r}: tune {path}@{step}"
+        current = followed_value(config, path)
+        if current is None:
+            raise ValueError(f"{where}: the experiment sets no {path} whose steps before {step} it could keep.")
+        set_path(config, path, canonical_segments(hold_from(copy.deepcopy(current), step, value, where), where), where)
     if seed is not None:
         config["seed_everything"] = seed
     reshape_process(config, method)
@@ -156,6 +180,25 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
             added.append({"class_path": "DegenerateRuns"})
     trainer[key] = list(trainer.get(key) or []) + added
     return config
+
+
+def followed_value(config: dict, path: str):
+    """The value at ``path``, or, where it is unset, the value of the argument it follows.
+
+    A learner's first-layer arguments say what an unset one follows (``first_layer_arguments``:
+    ``training.lr_b`` follows ``training.lr_w``, which follows ``training.lr``); None where neither is set.
+    """
+    value = get_path(config, path)
+    prefix = "model.init_args."
+    if value is not None or not path.startswith(prefix):
+        return value
+    learner = config_class((config.get("model") or {}).get("class_path"))
+    declared = learner.first_layer_arguments if isinstance(learner, FirstLayerArguments) else {}
+    key = path[len(prefix) :]
+    while value is None and declared.get(key):
+        key = declared[key]
+        value = get_path(config, prefix + key)
+    return value
 
 
 def _is_test_accuracy(callback: dict) -> bool:

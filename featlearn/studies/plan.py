@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -51,7 +52,7 @@ COLUMNS = (
     ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
 )
 #: Item kinds: what command an item runs.
-KINDS = ("compare", "samples", "phases", "teacher_check")
+KINDS = ("compare", "samples", "phases", "teacher_check", "calibration")
 #: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
 TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
 #: The test accuracy (percent) whose first step an item with ``speed: true`` measures per method.
@@ -71,6 +72,7 @@ class RunSettings:
         grid_members: compare's ``grid_members`` (None: compare's default).
         data_root: The folder of the real data sets a user placed (None: the configs' roots).
         launcher: Where trials run (its folder is set per item).
+        only: The items a partial report runs (ids; None: every item of the plan).
     """
 
     scale: str = "cpu"
@@ -78,6 +80,7 @@ class RunSettings:
     grid_members: int | None = None
     data_root: str | Path | None = None
     launcher: Launcher = field(default_factory=Launcher)
+    only: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -108,8 +111,12 @@ class Item:
     #: or ``teacher_check`` (students' U-curves under teachers of several sizes, Shi et al.'s Figure 26,
     #: :mod:`featlearn.studies.teacher_check`).
     kind: str = "compare"
-    #: A ``samples`` item's study file (a shipped name or a path).
+    #: A ``samples`` item's study file, or a ``calibration`` item's candidates file (a shipped name or a path).
     study: str | None = None
+    #: The objective of the plan's ``calibration`` item whose chosen candidate sets this item's open
+    #: constants (its overlay is merged after the item's configs, before the scale's sizes): the item is
+    #: *calibrated* where its setting is the calibration's, else *predicted* at those constants.
+    constants: str | None = None
     #: scale -> keyword arguments of the item's study function (e.g. ``{"dims": [8, 16]}`` for
     #: :func:`~featlearn.studies.samples.samples`, ``{"teacher_sizes": "chosen,50"}`` for
     #: :func:`~featlearn.studies.teacher_check.teacher_check`).
@@ -182,8 +189,10 @@ def load_plan(paper: str) -> Plan:
         if unknown or "id" not in entry or "configs" not in entry:
             raise ValueError(f"Plan {path}: item {entry.get('id')!r} needs id and configs; unknown keys {unknown}.")
         item = Item(**{**entry, "title": entry.get("title", entry["id"])})
-        if item.kind not in KINDS or (item.kind == "samples" and not item.study):
-            raise ValueError(f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples: with a study).")
+        if item.kind not in KINDS or (item.kind in ("samples", "calibration") and not item.study):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r} needs kind in {KINDS} (samples and calibration: with a study)."
+            )
         if not isinstance(item.speed, bool) or (item.speed and item.kind != "compare"):
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: speed must be true or false, and true only on a compare item; "
@@ -214,7 +223,44 @@ def load_plan(paper: str) -> Plan:
     ids = [item.slug for item in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"Plan {path}: item ids must differ in letters and digits: {ids}.")
+    check_constants(items, path)
     return Plan(paper, content.get("title", paper), scales, items, path.read_text())
+
+
+def calibration_item(items: Sequence[Item]) -> Item | None:
+    """The plan's ``calibration`` item (a plan has at most one), or None."""
+    return next((item for item in items if item.kind == "calibration"), None)
+
+
+def check_constants(items: Sequence[Item], path: Path) -> None:
+    """Refuse a plan whose ``constants`` entries have no calibration item before them to come from.
+
+    The calibration runs first: an item that takes its constants must come after it, and name one of
+    its objectives.
+
+    Raises:
+        ValueError: Two calibration items, a ``constants`` without one before it, or an unknown objective.
+    """
+    calibrations = [i for i, item in enumerate(items) if item.kind == "calibration"]
+    if len(calibrations) > 1:
+        raise ValueError(f"Plan {path}: at most one calibration item, got {[items[i].id for i in calibrations]}.")
+    objectives = None
+    for position, item in enumerate(items):
+        if item.constants is None:
+            continue
+        if not calibrations or position < calibrations[0]:
+            raise ValueError(
+                f"Plan {path}: item {item.id!r} takes constants {item.constants!r}, but no calibration item comes "
+                "before it: list the calibration item first."
+            )
+        if objectives is None:
+            spec = load_yaml(resolve_config(items[calibrations[0]].study), "the calibration's candidates file")
+            objectives = set(spec.get("objectives") or {})
+        if item.constants not in objectives:
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: constants {item.constants!r} is not an objective of the "
+                f"calibration item ({sorted(objectives)})."
+            )
 
 
 # ---------------------------------------------------------------------- the paper's numbers

@@ -5,7 +5,10 @@ An item of a paper's plan (:class:`~featlearn.studies.plan.Item`) is run by its 
 * :class:`ComparisonTable` (``compare``): a ``featlearn compare`` of methods, one table;
 * :class:`Phases` (``phases``): a compare over (d, eta) settings whose phase lengths are fitted;
 * :class:`SampleComplexity` (``samples``): n*(d) per method and the fitted exponents;
-* :class:`TeacherCheck` (``teacher_check``): students' U-curves under teachers of several sizes.
+* :class:`TeacherCheck` (``teacher_check``): students' U-curves under teachers of several sizes;
+* :class:`CalibrationItem` (``calibration``): candidate choices of the paper's open constants on one
+  table, and the candidate each objective chooses (:mod:`featlearn.studies.calibration`), which the
+  plan's items with ``constants`` then run at.
 
 Each kind runs its command (:meth:`ItemKind.run`, returning the item's *outcome*: ``status``,
 ``results`` (method -> metric -> per-seed values) and what its lines and pictures need),
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from featlearn.config_files import resolve_config
+from featlearn.studies.calibration import calibrate
 from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
@@ -275,11 +279,45 @@ class TeacherCheck:
 
 
 #: Each kind of item (the plan's ``kind``) and the class that runs and draws it.
+class CalibrationItem:
+    """Candidates of the paper's open constants run on one table; each objective's choice (:func:`calibrate`)."""
+
+    def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
+        """Run :func:`~featlearn.studies.calibration.calibrate` with the scale's seeds (and ``options``' ``only``)."""
+        options = dict(item.options.get(args.scale) or {})
+        calibration = calibrate(
+            configs,
+            item.study,
+            folder,
+            seeds=plan.scales[args.scale]["seeds"],
+            only=options.get("only"),
+            overwrite=args.overwrite,
+            build=build,
+            launcher=replace(args.launcher, folder=folder / "submitit"),
+        )
+        return {
+            "status": "run",
+            "results": {},
+            "chosen": dict(calibration.chosen),
+            "training_seconds": trial_seconds(folder),
+            "folder": folder,
+        }
+
+    def lines(self, outcome: dict) -> list[str]:
+        """The calibration table (``calibration.md``) and each objective's choice."""
+        table = Path(outcome["folder"]) / "calibration.md"
+        return ["", *table.read_text().rstrip().splitlines()] if table.is_file() else []
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        return []
+
+
 ITEM_KINDS: dict[str, ItemKind] = {
     "compare": ComparisonTable(),
     "phases": Phases(),
     "samples": SampleComplexity(),
     "teacher_check": TeacherCheck(),
+    "calibration": CalibrationItem(),
 }
 
 

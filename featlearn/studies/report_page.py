@@ -177,6 +177,15 @@ def item_table(rows: list[Cell], ran: bool, notes: Notes | None = None) -> list[
     return [*lines, "", legend, *([""] + listed if listed else [])]
 
 
+def constants_line(constants: dict) -> str:
+    """Whether an item's open constants were calibrated on it or are a prediction, and which candidate they are."""
+    chosen = f"the candidate *{constants['candidate']}*, chosen by the objective *{constants['objective']}*"
+    where = f"item {constants['calibration']}"
+    if constants["calibrated"]:
+        return f"**Calibrated**: the paper's open constants were chosen on this table: {chosen} ({where})."
+    return f"**Predicted**: this table runs at {chosen} on another table ({where}); nothing is refitted here."
+
+
 def write_report(
     out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[Cell], claims: list[Claim], wall: dict
 ) -> None:
@@ -186,9 +195,9 @@ def write_report(
     md = [f"# Reproduction report: {plan.title}", ""]
     md.append(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
-        f"Regenerate: `featlearn reproduce --paper {plan.paper} --scale {args.scale} --out DIR`."
+        f"Regenerate: `{regenerate_command(plan.paper, args.scale, args.only)}`."
     )
-    md += ["", headline(claims), "", *claims_matrix(claims, headings, notes)]
+    md += ["", headline(claims, args.only), "", *claims_matrix(claims, headings, notes)]
     counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
            + (f"; diagnostic items: {count_text(diagnostic)}" if any(diagnostic.values()) else "") + "."]  # fmt: skip
@@ -210,10 +219,14 @@ def write_report(
         if outcome["status"] != "run":
             md += [f"**Not run**: {outcome['why']}", ""]
         else:
-            command = {"phases": "compare", "teacher_check": "teacher-check"}.get(item.kind, item.kind)
+            command = {"phases": "compare", "teacher_check": "teacher-check", "calibration": "calibrate"}.get(
+                item.kind, item.kind
+            )
             seconds = outcome["training_seconds"]
             md.append(f"`featlearn {command}` in `items/{item.slug}/` ({seconds:.0f} s of training).")
             md.append("")
+            if outcome.get("constants"):
+                md += [constants_line(outcome["constants"]), ""]
         rows = [c for c in cells if c.item == item.id and c.kind != "relation"]
         md += item_table(rows, outcome["status"] == "run", notes)
         md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes)
@@ -252,12 +265,22 @@ def count_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
 
 
-def headline(claims: list[Claim]) -> str:
-    """The report's first line of results: how many of the paper's claims have each verdict."""
+def regenerate_command(paper: str, scale: str, only: list[str] | tuple[str, ...] | None = None) -> str:
+    """The command that writes a report again (its items too, for a partial report)."""
+    items = "".join(f' "{item}"' for item in only or ())
+    return f"featlearn reproduce --paper {paper} --scale {scale}" + (f" --only{items}" if items else "") + " --out DIR"
+
+
+def headline(claims: list[Claim], only: list[str] | tuple[str, ...] | None = None) -> str:
+    """The report's first line of results: how many of the paper's claims have each verdict.
+
+    A partial report (``only``: the items it ran) counts the claims those items test, and says so.
+    """
     counts, diagnostic = claim_counts(claims), claim_counts(claims, diagnostic=True)
     total = sum(counts.values())
+    whose = "The paper's" if not only else f"A partial report (only {'; '.join(only)}): the"
     text = (
-        f"**The paper's {total} claims: {counts['reproduced']} reproduced, {counts['differs']} differ, "
+        f"**{whose} {total} claims: {counts['reproduced']} reproduced, {counts['differs']} differ, "
         f"{counts['cannot decide']} cannot be decided, {counts['by construction']} hold by construction, "
         f"{counts['not run']} not run.**"
     )
@@ -391,6 +414,8 @@ def write_results(
     summary = {
         "paper": plan.paper,
         "scale": args.scale,
+        "only": list(args.only) if args.only else None,
+        "command": regenerate_command(plan.paper, args.scale, args.only),
         "counts": claim_counts(claims),
         "diagnostic_counts": claim_counts(claims, diagnostic=True),
         "cell_counts": verdict_counts(cells),
@@ -430,6 +455,10 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
         outcome = outcomes[item.id]
         if outcome["status"] != "run":
             lines.append(f"- **{item.id}**: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
+            continue
+        if item.kind == "calibration":
+            chosen = "; ".join(f"{objective}: *{name}*" for objective, name in (outcome.get("chosen") or {}).items())
+            lines.append(f"- **{item.id}**: the constants chosen here, held fixed elsewhere ({chosen}).")
             continue
         if not judged:
             lines.append(f"- **{item.id}**: no number in the paper to judge against (its figures are below).")
@@ -506,7 +535,8 @@ def summary_table(out: Path) -> str:
     for claim in claims:
         claim.cells = [cell for cell in cells if cell.claim == claim.id]
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
-    lines = [headline(claims), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
+    only = summary.get("only")
+    lines = [headline(claims, only), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
     return "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
 
 

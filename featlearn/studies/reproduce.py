@@ -68,6 +68,7 @@ from featlearn.studies.plan import (
     Item,
     Plan,
     RunSettings,
+    calibration_item,
     judgement_rules,
     load_plan,
     paper_numbers,
@@ -92,9 +93,47 @@ def run_item(item: Item, plan: Plan, args: RunSettings, out: Path, build: BuildR
         paths = {key: str(root / relative) for key, relative in item.data_paths.items()}
         data["init_args"] = {**(data.get("init_args") or {}), "root": str(root), **paths}
         overrides["data"] = data
+    constants = None
+    if item.constants is not None:  # the calibration's chosen constants, before the scale's sizes
+        constants = calibrated_constants(item, plan, out)
+        if "why" in constants:
+            return {"status": "not run", "why": constants["why"]}
+        configs.append(constants["overlay"])
     if overrides:  # the scale's sizes and the data's root, merged after the item's configs
         configs.append(overrides)
-    return ITEM_KINDS[item.kind].run(item, plan, args, configs, folder, build)
+    outcome = ITEM_KINDS[item.kind].run(item, plan, args, configs, folder, build)
+    if constants is not None:
+        outcome["constants"] = {k: v for k, v in constants.items() if k != "overlay"}
+    return outcome
+
+
+def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
+    """The constants ``item.constants`` (an objective) chose in the plan's calibration item, read from its output.
+
+    Returns:
+        ``{"objective", "candidate", "overlay", "calibration", "calibrated"}`` (``calibrated``: the item's
+        setting is the one the constants were chosen on), or ``{"why": ...}`` where the calibration has not
+        run or chose nothing.
+    """
+    calibration = calibration_item(plan.items) or next(
+        (i for i in load_plan(plan.paper).items if i.kind == "calibration"), None
+    )
+    record = out / "items" / calibration.slug / "calibration.json"
+    if not record.is_file():
+        return {
+            "why": f"its constants come from the calibration item {calibration.id!r}, which has not run: run it first."
+        }
+    summary = json.loads(record.read_text())
+    chosen = summary["objectives"][item.constants]["chosen"]
+    if chosen is None:
+        return {"why": f"the calibration's objective {item.constants!r} chose no candidate (every one unmeasured)."}
+    return {
+        "objective": item.constants,
+        "candidate": chosen,
+        "overlay": summary["candidates"][chosen]["overlay"],
+        "calibration": calibration.id,
+        "calibrated": item.setting == summary["setting"],
+    }
 
 
 # ---------------------------------------------------------------------- command
@@ -224,7 +263,7 @@ def reproduce(
     build = build or default_build()
     if grid_members is not None and grid_members < 1:
         raise ValueError(f"{flag('grid_members')} must be >= 1, got {grid_members}.")
-    settings = RunSettings(scale, overwrite, grid_members, data_root, launcher or Launcher())
+    settings = RunSettings(scale, overwrite, grid_members, data_root, launcher or Launcher(), tuple(only or ()) or None)
     plan = load_plan(paper)
     if scale not in plan.scales:
         raise ValueError(f"{flag('scale')} must be one of {sorted(plan.scales)}, got {scale!r}.")
@@ -259,6 +298,8 @@ def reproduce(
         earlier = summary.get("invocations") or [{k: summary[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     wall["invocations"] = [*earlier, {k: wall[k] for k in ("wall_seconds", "peak_rss_gib", "machine")}]
     cells, claims = judge_report(plan, outcomes, numbers, rules)
+    if only:  # a partial report: the claims its items test, not the plan's others as "not run"
+        claims = [claim for claim in claims if claim.cells]
     write_report(out, plan, settings, outcomes, cells, claims, wall)
     counts = claim_counts(claims)
     print(

@@ -24,8 +24,10 @@ methods_module = importlib.import_module("featlearn.studies.methods")
 tuning_module = importlib.import_module("featlearn.studies.tuning")
 
 PAPER_METHODS = ["Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"]
-# Then the figures' NTK and RF without input structure (not in the paper's tables).
-METHODS = [*PAPER_METHODS, "NTK w/o structure", "RF w/o structure"]
+# One Step and Two Step under the process's own classifier stage beside the converged probe, then the
+# figures' NTK and RF without input structure (not in the paper's tables).
+READOUTS = ["One Step (SGD readout)", "Two Step (SGD readout)"]
+METHODS = [*PAPER_METHODS[:5], *READOUTS, PAPER_METHODS[5], "NTK w/o structure", "RF w/o structure"]
 # E.1.1's process shrunk to a 4-step run of a 12-neuron network on d = 16.
 TINY = {
     "seed_everything": 0,
@@ -185,6 +187,10 @@ def test_one_and_two_step_keep_the_first_layer_of_the_processs_first_steps(compa
         probe = _fit_first_layer(out / "methods" / name / "config.yaml")
         after = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", steps)
         assert torch.equal(probe, after)
+        # The process's own classifier stage trains a on those features to T: the first layer stays put.
+        readout = _fit_first_layer(out / "methods" / f"{name}_sgd_readout" / "config.yaml")
+        assert torch.equal(readout, after)
+    assert results["One Step (SGD readout)"] != results["One Step"]  # two classifiers on one set of features
     initial = _fit_first_layer(out / "methods" / "network" / "config.yaml", "--trainer.max_steps", "0")
     assert not torch.equal(_fit_first_layer(out / "methods" / "one_step" / "config.yaml"), initial)
     assert results["Two Step"] != results["Network"]  # two runs, not one

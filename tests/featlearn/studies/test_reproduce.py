@@ -19,6 +19,7 @@ import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
+from featlearn.studies.calibration import load_candidates
 from featlearn.studies.judgement import (
     RELATION_PREFIX,
     VERDICTS,
@@ -247,11 +248,18 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
     settings = {setting for setting, _ in numbers}
     for scale in SCALES:
         plan = load_plan("shi2022")
-        assert all(item.kind in ("compare", "teacher_check") for item in plan.items)
+        assert all(item.kind in ("compare", "teacher_check", "calibration") for item in plan.items)
         assert plan.scales[scale]["seeds"] >= 1
         for item in plan.items:
             if item.kind == "teacher_check":  # its rows are teachers, not methods of a methods file
                 assert item.setting in settings and item.options[scale], item.id
+                continue
+            if item.kind == "calibration":  # its candidates file names its methods and the paper's setting
+                spec = load_candidates(item.study)
+                assert spec.setting in settings and plan.items.index(item) == 0
+                assert {t.method for o in spec.objectives for t in o.targets} <= {
+                    m.name for m in load_methods(resolve_config(spec.methods))
+                }
                 continue
             methods = {m.name for m in load_methods(resolve_config(item.methods or plan.scales[scale]["methods"]))}
             assert item.setting is None or item.setting in settings, item.id
@@ -400,7 +408,16 @@ def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
     numbers = paper_numbers("shi2022")
     assert numbers["E.1.1 parity (T1)", "NTK"]["test"] == 86.4
     assert numbers["E.2.1 d=2000 (T3)", "One Step"]["cos"] == 0.560
-    assert sum(1 for setting, _ in numbers if setting.endswith(("(T1)", "(T2)", "(T3)", "(T4)", "(T5)"))) == 48
+    tables = {key: row for key, row in numbers.items() if key[0].endswith(("(T1)", "(T2)", "(T3)", "(T4)", "(T5)"))}
+    paper_methods = {"Network", "NTK", "RF", "One Step", "Two Step", "Network w/o structure"}
+    assert sum(1 for _, method in tables if method in paper_methods) == 48
+    # The other rows judge featlearn's readings of One Step and Two Step (the process's SGD readout, the
+    # kept-initialisation prediction) against the published row they copy, number for number.
+    for (setting, method), row in tables.items():
+        if method not in paper_methods:
+            published = numbers[setting.replace(" One Step kept", ""), method.split(" (")[0]]
+            assert all(row[c] in (published[c], None) for c in ("train", "test", "cos")), (setting, method)
+            assert (row["train"], row["test"]) == (published["train"], published["test"])
     shared = Path(__file__).resolve().parents[4] / "shared" / "papers" / "shi2022-appendix-e-tables.csv"
     if shared.is_file():  # the paper file beside the development checkout: the same numbers
         for row in csv.DictReader(shared.open()):
@@ -438,6 +455,35 @@ def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypat
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "data_paths": {"injected_root": "t"}}]}))
     with pytest.raises(ValueError, match="needs_files: true"):  # --data-root never reaches an item without files
         load_plan("mine")
+
+
+def test_a_plans_constants_need_a_calibration_item_before_them_and_one_of_its_objectives(tmp_path, monkeypatch):
+    module = importlib.import_module("featlearn.studies.reproduce")
+    plan = tmp_path / "plan.yaml"
+    scales = {scale: {"about": scale, "seeds": 1} for scale in SCALES}
+    calibration = {"id": "C", "kind": "calibration", "configs": ["shi_parity"], "study": "calibration/shi_table1"}
+    item = {"id": "A", "configs": ["shi_parity"], "constants": "Table 1"}
+    monkeypatch.setitem(module.PAPERS, "mine", str(plan))
+    for items, match in (
+        ([item], "item 'A' takes constants 'Table 1', but no calibration item comes before it"),
+        ([item, calibration], "no calibration item comes before it"),
+        ([calibration, {**item, "constants": "Table 9"}], r"constants 'Table 9' is not an objective"),
+        ([calibration, {**calibration, "id": "D"}], "at most one calibration item"),
+        ([{**calibration, "study": None}], "samples and calibration: with a study"),
+    ):
+        plan.write_text(yaml.safe_dump({"scales": scales, "items": items}))
+        with pytest.raises(ValueError, match=match):
+            load_plan("mine")
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [calibration, item]}))
+    assert load_plan("mine").items[1].constants == "Table 1"
+
+
+def test_an_item_whose_calibration_has_not_run_is_not_run_and_says_so(tmp_path):
+    plan = load_plan("shi2022")
+    (item,) = [i for i in plan.items if i.id == "E.2.1 d=100"]
+    outcome = run_item(item, plan, RunSettings("smoke"), tmp_path, build_cli)
+    assert outcome["status"] == "not run"
+    assert "calibration item 'E.1.1 calibration', which has not run: run it first" in outcome["why"]
 
 
 def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
@@ -538,6 +584,14 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     methods = {(r["item"], r["method"]) for r in rows}
     assert ("E.1.1", "NTK w/o structure") in methods and ("E.1.1", "RF w/o structure") in methods
     assert {("E.1.1", "Trivial (majority class)"), ("E.3.2 experiment 1", "Trivial (majority class)")} <= methods
+    # The constants chosen once on Table 1, then held: E.1.1 says it was calibrated, the others predicted.
+    sections = text.split("\n## ")
+    section = {s.split(":", 1)[0]: s for s in sections}
+    assert "| **J: Table 1** |" in section["E.1.1 calibration"]
+    assert "**Calibrated**" in section["E.1.1"] and "**Predicted**" not in section["E.1.1"]
+    assert "**Predicted**" in section["E.2.1 d=100"] and "**Predicted**" in section["E.2.1 d=100 One Step, kept"]
+    assert "the candidate *kept, eta1 = 18*" in section["E.2.1 d=2000 One Step, kept"]  # the only kept one at smoke
+    assert "**Calibrated**" not in section["E.1.2"]  # E.1.2 runs its own config's constants
     e11 = {(r["method"], r["metric"]): r["mean"] for r in rows if r["item"] == "E.1.1"}
     # Two runs: Two Step is the best classifier on the step-2 features, while the Network trains on.
     assert (e11["Two Step", "test"], e11["Two Step", "cos"]) != (e11["Network", "test"], e11["Network", "cos"])
@@ -842,3 +896,18 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
 def test_a_malformed_judgement_file_entry_is_refused_naming_it(rules, message):
     with pytest.raises(ValueError, match=message):
         check_rule_entries(rules, "featlearn/papers/p.yaml")
+
+
+def test_a_partial_report_counts_the_claims_its_items_test_and_says_how_to_regenerate_it():
+    from featlearn.studies.report_page import headline, regenerate_command
+
+    cell = Cell("A", "S", "Network", "test", "=", None)
+    cell.update(paper=1.0, mean=1.0, verdict="reproduced")
+    claims = assign_claims([{"id": "c", "place": "p", "words": "w", "cells": [{"item": "A"}]}], [cell], {})
+    assert headline(claims).startswith("**The paper's 1 claims: 1 reproduced,")
+    assert headline(claims, ["A", "B"]).startswith("**A partial report (only A; B): the 1 claims: 1 reproduced,")
+    assert regenerate_command("shi2022", "cpu") == "featlearn reproduce --paper shi2022 --scale cpu --out DIR"
+    assert (
+        regenerate_command("shi2022", "cpu", ["E.1.1 calibration", "E.1.1"])
+        == 'featlearn reproduce --paper shi2022 --scale cpu --only "E.1.1 calibration" "E.1.1" --out DIR'
+    )

@@ -1,0 +1,217 @@
+import csv
+import json
+import math
+
+import pytest
+import yaml
+
+from featlearn.cli import build_cli
+from featlearn.studies.calibration import (
+    Target,
+    calibrate,
+    calibrate_command,
+    choose,
+    load_candidates,
+    objective_value,
+)
+from featlearn.studies.methods import load_methods, method_config
+from featlearn.studies.trials import merge_configs
+
+from .test_compare import TINY, write_config  # noqa: TID252
+
+PAPER = {
+    "Network": {"train": 100.0, "test": 100.0, "cos": 0.997},
+    "One Step": {"train": 51.3, "test": 52.2, "cos": 0.848},
+}
+
+
+def test_the_objective_is_the_mean_error_with_accuracies_in_fractions():
+    results = {"Network": {"train_acc": [90.0, 100.0]}, "One Step": {"cos_similarity": [0.8, 0.9]}}
+    targets = [Target("Network", "train_acc", "Network"), Target("One Step", "cos_similarity", "One Step")]
+    # |95 - 100| / 100 = 0.05 and |0.85 - 0.848| = 0.002: J = 0.026.
+    assert objective_value(results, targets, PAPER) == pytest.approx(0.026)
+    # featlearn's validation accuracy stands for the paper's test accuracy.
+    val = objective_value({"One Step": {"val_acc": [62.2]}}, [Target("One Step", "val_acc", "One Step")], PAPER)
+    assert val == pytest.approx(0.10)
+    # Another method's paper value: a readout judged against the paper's One Step.
+    readout = [Target("One Step (SGD readout)", "train_acc", "One Step")]
+    assert objective_value({"One Step (SGD readout)": {"train_acc": [41.3]}}, readout, PAPER) == pytest.approx(0.10)
+
+
+def test_a_candidate_missing_a_target_is_never_chosen():
+    targets = [Target("Network", "train_acc", "Network")]
+    assert math.isinf(objective_value({"Network": {"train_acc": [None]}}, targets, PAPER))
+    assert math.isinf(objective_value({}, targets, PAPER))
+    assert choose({"a": math.inf, "b": 0.3}) == "b"
+    assert choose({"a": math.inf}) is None
+
+
+def test_choose_keeps_the_first_on_a_tie_and_only_looks_among_its_candidates():
+    values = {"a": 0.2, "b": 0.1, "c": 0.1, "d": 0.0}
+    assert choose(values) == "d"
+    assert choose(values, ["a", "b", "c"]) == "b"
+    assert choose(values, ["a"]) == "a"
+    assert choose(values, []) is None  # an objective left with none of its candidates chooses nothing
+
+
+def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table():
+    spec = load_candidates("calibration/shi_table1")
+    names = [c.name for c in spec.candidates]
+    assert names[0] == "erasing (shipped)" and spec.candidates[0].overlay == {}
+    objectives = {o.name: o for o in spec.objectives}
+    assert set(objectives) == {"Table 1", "One Step cosine"}
+    assert objectives["Table 1"].among is None
+    cosine = objectives["One Step cosine"]
+    assert [t.label for t in cosine.targets] == ["One Step: cos_similarity"]
+    assert cosine.among and all(name.startswith("kept") for name in cosine.among)
+    # Every kept candidate keeps the initialisation: lambda_w^(1) = 0.
+    for candidate in spec.candidates:
+        if candidate.name.startswith("kept"):
+            decay = candidate.overlay["model"]["init_args"]["training"]["weight_decay_w"]
+            assert decay[0] == {"start": 1, "end": 1, "value": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"objectives": None}, "'objectives' is missing"),
+        ({"candidates": {"a": {"about": "x"}}}, "candidate 'a' needs 'about' and an 'overlay' mapping"),
+        (
+            {"objectives": {"o": {"targets": [{"method": "Network", "metric": "loss"}]}}},
+            "metric 'loss' is not one of",
+        ),
+        (
+            {
+                "objectives": {"o": {"targets": [{"method": "Network", "metric": "cos_similarity"}]}},
+                "setting": "nowhere",
+            },
+            "the paper's table has no 'cos' for 'Network' in 'nowhere'",
+        ),
+        ({"objectives": {"o": {"targets": []}}}, "objective 'o' has no targets"),
+        (
+            {"objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}], "among": ["zz"]}}},
+            "'among' names no candidate",
+        ),
+    ],
+)
+def test_bad_candidates_files_are_refused_with_the_entry_named(tmp_path, change, match):
+    spec = {
+        "methods": "compare/shi_network",
+        "paper": "shi2022",
+        "setting": "E.1.1 parity (T1)",
+        "objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}]}},
+        "candidates": {"a": {"about": "x", "overlay": {}}},
+    }
+    spec.update(change)
+    path = tmp_path / "candidates.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match=match):
+        load_candidates(path)
+
+
+def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_path, capsys):
+    """Two candidates (a rate that learns, one that cannot move) on a tiny experiment: the table, the choice."""
+    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}}))
+    methods = tmp_path / "methods.yaml"
+    # A grid the calibration must not tune: a candidate is a choice of constants.
+    methods.write_text(yaml.safe_dump({"methods": {"Network": {"tune": {"model.init_args.training.lr": [0.01, 0.2]}}}}))
+    candidates = tmp_path / "candidates.yaml"
+    candidates.write_text(
+        yaml.safe_dump(
+            {
+                "methods": str(methods),
+                "paper": "shi2022",
+                "setting": "E.1.1 parity (T1)",
+                "objectives": {
+                    "accuracy": {"about": "train accuracy.", "targets": [{"method": "Network", "metric": "train_acc"}]},
+                    "frozen only": {
+                        "about": "among the frozen one.",
+                        "targets": [{"method": "Network", "metric": "train_acc"}],
+                        "among": ["frozen"],
+                    },
+                },
+                "candidates": {
+                    "frozen": {
+                        "about": "no step moves",
+                        "overlay": {"model": {"init_args": {"training": {"lr": 0.0}}}},
+                    },
+                    "moving": {"about": "rate 0.5", "overlay": {"model": {"init_args": {"training": {"lr": 0.5}}}}},
+                },
+            }
+        )
+    )
+    out = tmp_path / "out"
+    args = ["--config", str(config), "--candidates", str(candidates), "--out", str(out), "--seeds", "2"]
+    calibration = calibrate_command(args, build_cli)
+    for name, rate in (("frozen", 0.0), ("moving", 0.5)):  # the candidate's constants, no grid point
+        run = yaml.safe_load((out / "candidates" / name / "methods" / "network" / "config.yaml").read_text())
+        assert run["model"]["init_args"]["training"]["lr"] == rate
+        assert not (out / "candidates" / name / "tuning").exists()
+    values = calibration.values["accuracy"]
+    assert calibration.chosen["accuracy"] == min(values, key=values.get)
+    assert calibration.chosen["frozen only"] == "frozen"
+    summary = json.loads((out / "calibration.json").read_text())
+    assert summary["objectives"]["frozen only"]["among"] == ["frozen"]
+    assert summary["candidates"]["moving"]["overlay"] == {"model": {"init_args": {"training": {"lr": 0.5}}}}
+    rows = list(csv.DictReader(open(out / "calibration.csv")))
+    assert {(r["candidate"], r["method"], r["metric"], r["paper"]) for r in rows} == {
+        ("frozen", "Network", "train_acc", "100.0"),
+        ("moving", "Network", "train_acc", "100.0"),
+    }
+    table = (out / "calibration.md").read_text()
+    assert "| Network: train_acc | 100 |" in table and "(chosen)**" in table
+    assert f"accuracy: {calibration.chosen['accuracy']}" in capsys.readouterr().out
+    # A rerun reuses every trial; `only` narrows the candidates and the objectives' choices with them.
+    again = calibrate([str(config)], candidates, out, seeds=2, only=["moving"], build=build_cli)
+    assert list(again.results) == ["moving"] and again.chosen["frozen only"] is None
+    with pytest.raises(ValueError, match=r"only names \['nope'\]"):
+        calibrate([str(config)], candidates, out, seeds=2, only=["nope"], build=build_cli)
+
+
+def test_a_tuned_schedule_tail_keeps_the_experiments_early_steps(tmp_path):
+    """``path@t`` in a grid: the value from step t on, the experiment's (or a calibration's) steps before it."""
+    methods = tmp_path / "methods.yaml"
+    methods.write_text(yaml.safe_dump({"methods": {"Network": {"tune": {"model.init_args.training.lr_w@3": [1e-3]}}}}))
+    (method,) = load_methods(methods)
+    experiment = {
+        "model": {
+            "init_args": {"training": {"lr_w": [{"start": 1, "end": 1, "value": 18.0}, {"start": 2, "value": 1.0}]}}
+        }
+    }
+    config = method_config(experiment, method.with_values({"model.init_args.training.lr_w@3": 1e-3}), 1, None, tmp_path)
+    assert config["model"]["init_args"]["training"]["lr_w"] == [
+        {"start": 1, "end": 1, "value": 18.0},
+        {"start": 2, "end": 2, "value": 1.0},
+        {"start": 3, "value": 1e-3},
+    ]
+    # Unset, lr_w follows lr (TwoLayerNet's first_layer_arguments): lr's steps are kept before step 3.
+    both = {"model": {"class_path": "TwoLayerNet", "init_args": {"training": {"lr": 0.2}}}}
+    config = method_config(both, method.with_values({"model.init_args.training.lr_w@3": 1e-3}), 1, None, tmp_path)
+    assert config["model"]["init_args"]["training"]["lr_w"] == [
+        {"start": 1, "end": 2, "value": 0.2},
+        {"start": 3, "value": 1e-3},
+    ]
+    with pytest.raises(ValueError, match="sets no model.init_args.training.lr_w whose steps before 3"):
+        method_config({}, method.with_values({"model.init_args.training.lr_w@3": 1e-3}), 1, None, tmp_path)
+    methods.write_text(yaml.safe_dump({"methods": {"N": {"tune": {"model.init_args.training.lr_w@x": [1e-3]}}}}))
+    with pytest.raises(ValueError, match="'@' must be followed by a step >= 1"):
+        load_methods(methods)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+        (["--candidates", "nope"], "--candidates 'nope' is neither a file nor a shipped candidates file"),
+    ],
+)
+def test_bad_calibrate_options_exit_2_with_one_line_naming_the_option(tmp_path, args, match, capsys):
+    from featlearn.cli.main import main
+
+    base = {"--config": "shi_parity", "--candidates": "calibration/shi_table1", "--out": str(tmp_path / "o")}
+    argv = ["calibrate", *[x for key, value in base.items() if key not in args for x in (key, value)], *args]
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # nothing written
