@@ -250,7 +250,16 @@ def write_report(
     for stale in (out / "figures").glob("*.png"):  # pictures of an earlier plan's runs, no longer shown
         if stale.resolve() not in drawn:
             stale.unlink()
-    write_results(out, plan, args, cells, claims, notes, wall)
+    calibrations = [
+        {
+            "item": item.id,
+            "chosen": outcomes[item.id].get("chosen"),
+            "table": ITEM_KINDS[item.kind].lines(outcomes[item.id]),
+        }
+        for item in plan.items
+        if item.kind == "calibration" and outcomes[item.id]["status"] == "run"
+    ]
+    write_results(out, plan, args, cells, claims, notes, wall, calibrations)
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "report.html").write_text(markdown_to_html(md, out, plan.title))
 
@@ -388,12 +397,20 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
 
 
 def write_results(
-    out: Path, plan: Plan, args: RunSettings, cells: list[Cell], claims: list[Claim], notes: Notes, wall: dict
+    out: Path,
+    plan: Plan,
+    args: RunSettings,
+    cells: list[Cell],
+    claims: list[Claim],
+    notes: Notes,
+    wall: dict,
+    calibrations: list[dict] | None = None,
 ) -> None:
     """``results.csv`` (a row per cell: its claim, per-seed values, verdict, short reason, note) and ``results.json``.
 
-    ``results.json`` also holds the claims, the notes and each item's section heading, so that
-    :func:`summary_table` draws the claims matrix, linked, from it alone.
+    ``results.json`` also holds the claims, the notes, each item's section heading and the calibration
+    items' tables (``calibrations``: item, chosen candidates, the table's lines), so that
+    :func:`summary_table` draws the claims matrix, linked, and the calibration from it alone.
     """
     fields = [
         "claim", "item", "setting", "method", "metric", "relation", "paper", "mean", "std", "n", "interval", "values",
@@ -434,6 +451,7 @@ def write_results(
         "sections": sections,
         "notes": {n: t for t, n in notes.numbers.items()},
         "cells": rows,
+        "calibrations": calibrations or [],
     }
     (out / "results.json").write_text(json.dumps(content, indent=1, default=str))
 
@@ -537,7 +555,10 @@ def summary_table(out: Path) -> str:
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
     only = summary.get("only")
     lines = [headline(claims, only), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
-    return "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
+    text = "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
+    for calibration in content.get("calibrations") or []:  # the constants chosen once, and on what
+        text += f"\nThe calibration ({calibration['item']}):\n" + "\n".join(calibration["table"]) + "\n"
+    return text
 
 
 def cell_counts_table(summary: dict, cells: list[Cell], verdicts: list[str], total: dict, earlier: bool = False) -> str:

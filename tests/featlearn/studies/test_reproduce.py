@@ -592,6 +592,7 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     assert "**Predicted**" in section["E.2.1 d=100"] and "**Predicted**" in section["E.2.1 d=100 One Step, kept"]
     assert "the candidate *kept, eta1 = 18*" in section["E.2.1 d=2000 One Step, kept"]  # the only kept one at smoke
     assert "**Calibrated**" not in section["E.1.2"]  # E.1.2 runs its own config's constants
+    assert "The calibration (E.1.1 calibration):" in summary_table(out)  # the docs' block shows what was chosen
     e11 = {(r["method"], r["metric"]): r["mean"] for r in rows if r["item"] == "E.1.1"}
     # Two runs: Two Step is the best classifier on the step-2 features, while the Network trains on.
     assert (e11["Two Step", "test"], e11["Two Step", "cos"]) != (e11["Network", "test"], e11["Network", "cos"])
