@@ -22,13 +22,20 @@ predictions at the chosen constants.
 
 .. math::
 
-    J(c) = \frac{1}{|T|} \sum_{(m, q) \in T} \frac{|\bar x_{m,q}(c) - x^{paper}_{m,q}|}{s_q},
-    \qquad s_q = 100 \text{ for accuracies (percent)}, \; 1 \text{ for cosines},
+    J(c) = \frac{1}{S} \sum_{s=1}^{S} J_s(c), \qquad
+    J_s(c) = \frac{1}{|T|} \sum_{(m, q) \in T} e_{m,q,s}, \qquad
+    e_{m,q,s} = \frac{|x_{m,q,s}(c) - x^{paper}_{m,q}|}{s_q},
 
-with :math:`\bar x_{m,q}(c)` the mean over seeds. Accuracies the paper reports on its test
-set are matched by featlearn's *validation* accuracy (``val_acc``), so the choice never
-reads the test set. A candidate with a target it did not measure has J = inf. The chosen
-candidate of an objective is its argmin (the first listed on a tie).
+with :math:`x_{m,q,s}(c)` seed s's value, :math:`s_q = 100` for accuracies (percent) and 1 for
+cosines. A seed whose run predicts one class (a *degenerate* run, a constant predictor) has
+:math:`e = 1` on an accuracy target, the whole scale: a constant predictor matches no number,
+even one at chance. Accuracies the paper reports on its test set are matched by featlearn's
+*validation* accuracy (``val_acc``), so the choice never reads the test set. The spread of J
+is the standard error over seeds, :math:`\mathrm{sd}(J_s)/\sqrt{S}`; candidates within two of
+it of the chosen one are named as not told apart. A candidate with a target it did not measure
+has J = inf. The chosen candidate of an objective is its argmin (the first listed on a tie).
+``shown`` targets are drawn in the table but score nothing (a second classifier of a row the
+objective already counts, for instance).
 
 **Outputs** in DIR: ``candidates/<slug>/`` (each candidate's ``featlearn compare`` folder;
 finished trials are reused on a rerun), ``calibration.csv`` (one row per candidate and
@@ -108,6 +115,8 @@ class CandidatesFile:
     setting: str
     objectives: list[Objective]
     candidates: list[Candidate]
+    #: Targets drawn in the table that no objective scores.
+    shown: list[Target] = field(default_factory=list)
 
 
 def load_candidates(name: str | Path) -> CandidatesFile:
@@ -138,23 +147,27 @@ def load_candidates(name: str | Path) -> CandidatesFile:
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"Candidates file {path}: candidate names must differ in letters and digits: {slugs}.")
     paper = paper_numbers(spec["paper"])
-    objectives = []
-    for oname, entry in spec["objectives"].items():
+
+    def read_targets(entries, where: str) -> list[Target]:
         targets = []
-        for raw in entry.get("targets") or []:
+        for raw in entries or []:
             target = Target(raw["method"], raw["metric"], raw.get("paper_method", raw["method"]))
             if target.metric not in METRIC_SCALE:
                 raise ValueError(
-                    f"Candidates file {path}: objective {oname!r}: metric {target.metric!r} is not one of "
-                    f"{sorted(METRIC_SCALE)}."
+                    f"Candidates file {path}: {where}: metric {target.metric!r} is not one of {sorted(METRIC_SCALE)}."
                 )
             row = paper.get((spec["setting"], target.paper_method))
             if row is None or row.get(PAPER_COLUMN[target.metric]) is None:
                 raise ValueError(
-                    f"Candidates file {path}: objective {oname!r}: the paper's table has no "
+                    f"Candidates file {path}: {where}: the paper's table has no "
                     f"{PAPER_COLUMN[target.metric]!r} for {target.paper_method!r} in {spec['setting']!r}."
                 )
             targets.append(target)
+        return targets
+
+    objectives = []
+    for oname, entry in spec["objectives"].items():
+        targets = read_targets(entry.get("targets"), f"objective {oname!r}")
         if not targets:
             raise ValueError(f"Candidates file {path}: objective {oname!r} has no targets.")
         among = tuple(entry["among"]) if entry.get("among") else None
@@ -162,25 +175,53 @@ def load_candidates(name: str | Path) -> CandidatesFile:
         if unknown:
             raise ValueError(f"Candidates file {path}: objective {oname!r}: 'among' names no candidate {unknown}.")
         objectives.append(Objective(str(oname), str(entry.get("about", "")), tuple(targets), among))
-    return CandidatesFile(path, str(spec["methods"]), str(spec["paper"]), str(spec["setting"]), objectives, candidates)
+    shown = read_targets(spec.get("shown"), "shown")
+    return CandidatesFile(
+        path, str(spec["methods"]), str(spec["paper"]), str(spec["setting"]), objectives, candidates, shown
+    )
 
 
-def objective_value(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> float:
-    r"""J(c): the mean over ``targets`` of \|featlearn's seed mean - the paper's value\| / s_q (inf if one is missing).
+def seed_errors(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> list[float] | None:
+    r"""J_s(c) for each seed s: the mean over ``targets`` of e (see the module's docstring); None if one is unmeasured.
 
     Args:
-        results: method -> metric -> per-seed values (a candidate's comparison).
+        results: method -> metric -> per-seed values (a candidate's comparison), with ``degenerate``
+            (per-seed flags: the run predicts one class) where the method has it.
         targets: The objective's terms.
         paper: The paper's row per method: ``{paper_method: {column: value}}``.
     """
-    errors = []
+    per_target = []
     for target in targets:
-        values = [v for v in (results.get(target.method) or {}).get(target.metric) or [] if v is not None]
-        if not values:
-            return math.inf
+        measured = results.get(target.method) or {}
+        values = list(measured.get(target.metric) or [])
+        if not values or any(v is None for v in values):
+            return None
+        degenerate = list(measured.get("degenerate") or [False] * len(values))
         reference = paper[target.paper_method][PAPER_COLUMN[target.metric]]
-        errors.append(abs(statistics.fmean(values) - reference) / METRIC_SCALE[target.metric])
-    return statistics.fmean(errors)
+        scale = METRIC_SCALE[target.metric]
+        accuracy = target.metric != "cos_similarity"
+        per_target.append(
+            [
+                1.0 if accuracy and flat else abs(v - reference) / scale
+                for v, flat in zip(values, degenerate, strict=False)
+            ]
+        )
+    seeds = min(len(errors) for errors in per_target)
+    return [statistics.fmean(errors[s] for errors in per_target) for s in range(seeds)]
+
+
+def objective_value(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> float:
+    """J(c), the mean of :func:`seed_errors` over seeds (inf if a target is unmeasured)."""
+    errors = seed_errors(results, targets, paper)
+    return math.inf if errors is None else statistics.fmean(errors)
+
+
+def objective_error(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> float:
+    """The standard error of J(c) over seeds: sd(J_s) / sqrt(S) (0 for one seed, inf if unmeasured)."""
+    errors = seed_errors(results, targets, paper)
+    if errors is None:
+        return math.inf
+    return statistics.stdev(errors) / math.sqrt(len(errors)) if len(errors) > 1 else 0.0
 
 
 def choose(values: Mapping[str, float], among: Sequence[str] | None = None) -> str | None:
@@ -200,7 +241,23 @@ class Calibration:
     out: Path
     results: dict[str, dict] = field(default_factory=dict)  # candidate -> method -> metric -> values
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J
+    errors: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J's standard error
     chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> candidate
+
+    def tied(self, objective: str, among: Sequence[str] | None = None) -> list[str]:
+        """The candidates J does not tell from the chosen one: within two standard errors of their difference."""
+        chosen = self.chosen.get(objective)
+        if chosen is None:
+            return []
+        values, errors = self.values[objective], self.errors[objective]
+        return [
+            name
+            for name in values
+            if name != chosen
+            and (among is None or name in among)
+            and math.isfinite(values[name])
+            and abs(values[name] - values[chosen]) <= 2 * math.hypot(errors[name], errors[chosen])
+        ]
 
 
 def calibrate(
@@ -264,6 +321,9 @@ def calibrate(
     for objective in spec.objectives:
         values = {name: objective_value(res, objective.targets, paper) for name, res in calibration.results.items()}
         calibration.values[objective.name] = values
+        calibration.errors[objective.name] = {
+            name: objective_error(res, objective.targets, paper) for name, res in calibration.results.items()
+        }
         calibration.chosen[objective.name] = choose(values, objective.among)
     write_calibration(calibration, spec, paper)
     return calibration
@@ -276,27 +336,45 @@ def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | Non
     return statistics.fmean(clean), (statistics.stdev(clean) if len(clean) > 1 else 0.0)
 
 
+def _table_targets(spec: CandidatesFile) -> list[tuple[Target, bool]]:
+    """Every target the table draws, once, with whether an objective scores it (else it is only shown)."""
+    scored = list(dict.fromkeys(t for objective in spec.objectives for t in objective.targets))
+    return [(t, True) for t in scored] + [(t, False) for t in spec.shown if t not in scored]
+
+
+def _cell(calibration: Calibration, candidate: str, target: Target) -> str:
+    """Featlearn's mean ± std of one target, with how many seeds predicted one class where any did."""
+    measured = calibration.results[candidate].get(target.method) or {}
+    mean, std = _mean_std(measured.get(target.metric))
+    if mean is None:
+        return "NA"
+    digits = 3 if target.metric == "cos_similarity" else 1
+    flat = sum(bool(f) for f in measured.get("degenerate") or [])
+    constant = f" ({flat} constant)" if flat and target.metric != "cos_similarity" else ""
+    return f"{mean:.{digits}f} ± {std:.{digits}f}{constant}"
+
+
 def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Mapping) -> list[str]:
     """The Markdown lines of the calibration table: a row per target and per objective, a column per candidate.
 
-    The paper's value stands beside featlearn's mean ± std of each candidate; the objectives' rows give
-    J, the chosen candidate in bold, and in parentheses a candidate the objective does not choose between.
+    The paper's value stands beside featlearn's mean ± std of each candidate (and how many seeds were
+    constant predictors); a shown target says it scores nothing; the objectives' rows give J ± its
+    standard error, the chosen candidate in bold, and in parentheses a candidate the objective does
+    not choose between.
     """
-    targets = list(dict.fromkeys(t for objective in spec.objectives for t in objective.targets))
     head = ["Method: metric", "the paper", *(c.name for c in spec.candidates)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for target in targets:
-        digits = 3 if target.metric == "cos_similarity" else 1
-        cells = [target.label, f"{paper[target.paper_method][PAPER_COLUMN[target.metric]]:g}"]
-        for candidate in spec.candidates:
-            mean, std = _mean_std((calibration.results[candidate.name].get(target.method) or {}).get(target.metric))
-            cells.append("NA" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}")
+    for target, scored in _table_targets(spec):
+        label = target.label if scored else f"{target.label} (shown, not scored)"
+        cells = [label, f"{paper[target.paper_method][PAPER_COLUMN[target.metric]]:g}"]
+        cells += [_cell(calibration, candidate.name, target) for candidate in spec.candidates]
         lines.append("| " + " | ".join(cells) + " |")
     for objective in spec.objectives:
         cells = [f"**J: {objective.name}**", ""]
         for candidate in spec.candidates:
             value = calibration.values[objective.name][candidate.name]
-            text = f"{value:.3f}" if math.isfinite(value) else "inf"
+            error = calibration.errors[objective.name][candidate.name]
+            text = f"{value:.3f} ± {error:.3f}" if math.isfinite(value) else "inf"
             among = objective.among is None or candidate.name in objective.among
             cells.append(
                 f"**{text} (chosen)**"
@@ -311,22 +389,37 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
     """Write ``calibration.csv``, ``calibration.json`` and ``calibration.md`` into ``calibration.out``."""
     out = calibration.out
     out.mkdir(parents=True, exist_ok=True)
-    targets = list(dict.fromkeys(t for objective in spec.objectives for t in objective.targets))
     with open(out / "calibration.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["candidate", "method", "metric", "mean", "std", "n_seeds", "paper_method", "paper"])
+        writer.writerow(
+            [
+                "candidate",
+                "method",
+                "metric",
+                "scored",
+                "mean",
+                "std",
+                "n_seeds",
+                "constant_seeds",
+                "paper_method",
+                "paper",
+            ]
+        )
         for candidate in spec.candidates:
-            for target in targets:
-                values = (calibration.results[candidate.name].get(target.method) or {}).get(target.metric) or []
+            for target, scored in _table_targets(spec):
+                measured = calibration.results[candidate.name].get(target.method) or {}
+                values = measured.get(target.metric) or []
                 mean, std = _mean_std(values)
                 writer.writerow(
                     [
                         candidate.name,
                         target.method,
                         target.metric,
+                        scored,
                         mean,
                         std,
                         len([v for v in values if v is not None]),
+                        sum(bool(f) for f in measured.get("degenerate") or []),
                         target.paper_method,
                         paper[target.paper_method][PAPER_COLUMN[target.metric]],
                     ]
@@ -339,7 +432,9 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "about": o.about,
                 "among": None if o.among is None else list(o.among),
                 "values": {k: (v if math.isfinite(v) else None) for k, v in calibration.values[o.name].items()},
+                "errors": {k: (v if math.isfinite(v) else None) for k, v in calibration.errors[o.name].items()},
                 "chosen": calibration.chosen[o.name],
+                "tied": calibration.tied(o.name, o.among),
             }
             for o in spec.objectives
         },
@@ -348,15 +443,18 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
     (out / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [
         f"Calibration on {spec.setting} ({spec.path.name}): each candidate's methods, untuned, mean ± std over seeds.",
-        "J is the mean |featlearn - paper| over an objective's targets (accuracies / 100); "
-        "featlearn's validation accuracy stands for the paper's test accuracy. A value in parentheses "
-        "is a candidate that objective does not choose between.",
+        "J is the mean over seeds and targets of |featlearn - paper| (accuracies / 100; a seed that predicts one "
+        "class, a constant predictor, counts 1 on an accuracy), ± its standard error over seeds; featlearn's "
+        "validation accuracy stands for the paper's test accuracy. A value in parentheses is a candidate that "
+        "objective does not choose between.",
         "",
         *calibration_table(calibration, spec, paper),
         "",
     ]
     for objective in spec.objectives:
-        lines.append(f"- **{objective.name}**: {objective.about} Chosen: {calibration.chosen[objective.name]}.")
+        tied = calibration.tied(objective.name, objective.among)
+        apart = f" Not told apart from it (within two standard errors): {', '.join(tied)}." if tied else ""
+        lines.append(f"- **{objective.name}**: {objective.about} Chosen: {calibration.chosen[objective.name]}.{apart}")
     lines.append("")
     lines += [f"- *{c.name}*: {c.about}" for c in spec.candidates]
     (out / "calibration.md").write_text("\n".join(lines) + "\n")
