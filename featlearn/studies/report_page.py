@@ -471,15 +471,16 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
     for item in plan.items:
         judged = [c for c in cells if c.item == item.id and c.verdict]
         outcome = outcomes[item.id]
+        label = f"{item.id}** (diagnostic, not counted above)" if item.diagnostic else f"{item.id}**"
         if outcome["status"] != "run":
-            lines.append(f"- **{item.id}**: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
+            lines.append(f"- **{label}: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
             continue
         if item.kind == "calibration":
             chosen = "; ".join(f"{objective}: *{name}*" for objective, name in (outcome.get("chosen") or {}).items())
-            lines.append(f"- **{item.id}**: the constants chosen here, held fixed elsewhere ({chosen}).")
+            lines.append(f"- **{label}: the constants chosen here, held fixed elsewhere ({chosen}).")
             continue
         if not judged:
-            lines.append(f"- **{item.id}**: no number in the paper to judge against (its figures are below).")
+            lines.append(f"- **{label}: no number in the paper to judge against (its figures are below).")
             continue
         counts = {v: sum(1 for c in judged if c.verdict == v) for v in VERDICTS}
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
@@ -490,7 +491,6 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
             else f"{c.method} {c.metric} ({c.category})"
             for c in flagged
         ]
-        label = f"{item.id}** (diagnostic, not counted above)" if item.diagnostic else f"{item.id}**"
         lines.append(f"- **{label}: {', '.join(parts)}" + (f"; {'; '.join(differing)}" if differing else "") + ".")
     lines += ["", "Contents:", ""]
     lines += [f"- [{heading}](#{anchor(heading)})" for heading in section_headings(plan).values()]
