@@ -181,6 +181,11 @@ def load_candidates(name: str | Path) -> CandidatesFile:
     )
 
 
+def at_face_value(results: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The results with no seed flagged a constant predictor: J as if such seeds matched by their values."""
+    return {method: {k: v for k, v in metrics.items() if k != "degenerate"} for method, metrics in results.items()}
+
+
 def seed_errors(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> list[float] | None:
     r"""J_s(c) for each seed s: the mean over ``targets`` of e (see the module's docstring); None if one is unmeasured.
 
@@ -382,6 +387,16 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
                 else (text if among else f"({text})")
             )
         lines.append("| " + " | ".join(cells) + " |")
+        # What the choice owes to the constant-predictor rule: J with those seeds taken at face value.
+        face = [
+            objective_value(at_face_value(calibration.results[c.name]), objective.targets, paper)
+            for c in spec.candidates
+        ]
+        lines.append(
+            f"| J: {objective.name}, constant predictors at face value | | "
+            + " | ".join(f"{v:.3f}" if math.isfinite(v) else "inf" for v in face)
+            + " |"
+        )
     return lines
 
 
@@ -446,7 +461,8 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
         "J is the mean over seeds and targets of |featlearn - paper| (accuracies / 100; a seed that predicts one "
         "class, a constant predictor, counts 1 on an accuracy), ± its standard error over seeds; featlearn's "
         "validation accuracy stands for the paper's test accuracy. A value in parentheses is a candidate that "
-        "objective does not choose between.",
+        "objective does not choose between. The rows 'constant predictors at face value' give J as if such seeds "
+        "matched by their values: what a choice owes to that rule.",
         "",
         *calibration_table(calibration, spec, paper),
         "",

@@ -457,14 +457,20 @@ def by_construction(rules: dict, setting: str, method: str, column: str) -> str 
     return None if entry is None else str(entry["why"]).strip()
 
 
-def guard_failed_fits(cells: list[Cell]) -> None:
+def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = None) -> None:
     """A ✓ cosine or test accuracy of a method whose own training fit differs becomes ○ (in place).
 
     The neurons (or the test accuracy) of a network that did not fit its training set as the
     paper's did are not those of the paper's fitted network, so a match says nothing of it.
+    A method in ``frozen_before_fit`` (fnmatch patterns: the judgement file's list, e.g. One Step,
+    whose neurons are fixed after step 1, before its classifier is fit) keeps its cosine's verdict:
+    its classifier's fit cannot make its neurons another network's.
     """
     failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
     for cell in cells:
+        frozen = cell.metric == "cos" and any(fnmatchcase(cell.method, p) for p in frozen_before_fit or [])
+        if frozen:
+            continue
         if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, cell.method) in failed:
             cell.update(
                 verdict="cannot decide",
@@ -1005,6 +1011,6 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
     diagnostics = {item.id for item in plan.items if item.diagnostic}
     for cell in cells:
         cell.diagnostic = cell.item in diagnostics
-    guard_failed_fits(cells)
+    guard_failed_fits(cells, rules.get("features_frozen_before_fit"))
     claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})
     return cells, claims

@@ -306,6 +306,9 @@ def check_rule_entries(rules: dict, where: str) -> None:
             missing = [key for key in keys if key not in (entry or {})]
             if missing:
                 raise ValueError(f"{where}: {name}[{index}] lacks {', '.join(missing)}: give each entry {keys}.")
+    frozen = rules.get("features_frozen_before_fit")
+    if frozen is not None and not (isinstance(frozen, list) and all(isinstance(p, str) for p in frozen)):
+        raise ValueError(f"{where}: features_frozen_before_fit must be a list of method patterns, got {frozen!r}.")
     ids = [claim["id"] for claim in rules.get("claims") or []]
     for index, claim in enumerate(rules.get("claims") or []):
         if not claim.get("cells") and not claim.get("not_measured"):

@@ -259,6 +259,15 @@ def test_a_match_of_a_method_whose_training_fit_differs_is_never_reproduced():
     guard_failed_fits(cells)
     assert [c.verdict for c in cells] == ["differs", "cannot decide", "reproduced"]
     assert cells[1].category == "its own fit differs" and cells[1].rules_out is None
+    # One Step's neurons are fixed after step 1, before its classifier is fit: a classifier that scores
+    # otherwise than the paper's leaves its cosine's verdict alone (the judgement file lists such methods).
+    step = [
+        Cell("E.2.1", "T3", "One Step (kept initialisation)", "train", verdict="differs"),
+        Cell("E.2.1", "T3", "One Step (kept initialisation)", "cos", verdict="reproduced"),
+        Cell("E.2.1", "T3", "One Step (kept initialisation)", "test", verdict="reproduced"),
+    ]
+    guard_failed_fits(step, ["One Step*"])
+    assert [c.verdict for c in step] == ["differs", "reproduced", "cannot decide"]
 
 
 def test_a_claims_verdict_follows_from_its_cells():

@@ -892,6 +892,7 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
         ({"claims": [{"id": "a", "place": "T1", "words": "w"}]}, r"claims\[0\] \(a\) names no cells"),
         ({"claims": [{"id": "a", "place": "T1", "words": "w", "cells": [{"setting": "S"}]}]}, r"\['setting'\]"),
         ({"claims": [{"id": "a", "place": "p", "words": "w", "not_measured": "x"}] * 2}, "'a' is given twice"),
+        ({"features_frozen_before_fit": "One Step*"}, "features_frozen_before_fit must be a list of method patterns"),
         ({"rivals": [{"setting": "S", "method": "N", "metric": "alpha", "value": 1.5}]}, r"rivals\[0\] lacks form"),
         ({"by_construction": [{"setting": "S", "method": "N", "metric": "cos"}]}, r"by_construction\[0\] lacks why"),
     ],
