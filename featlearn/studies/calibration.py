@@ -229,6 +229,24 @@ def objective_error(results: Mapping[str, Mapping], targets: Sequence[Target], p
     return statistics.stdev(errors) / math.sqrt(len(errors)) if len(errors) > 1 else 0.0
 
 
+def within_floors(
+    results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping, floors: Mapping[str, float]
+) -> int:
+    """How many ``targets`` a candidate's seed mean meets within the paper's floor (``floors``: column -> width).
+
+    A target whose seeds include a constant predictor meets nothing on an accuracy (as in J).
+    """
+    met = 0
+    for target in targets:
+        measured = results.get(target.method) or {}
+        values = [v for v in measured.get(target.metric) or [] if v is not None]
+        constant = any(measured.get("degenerate") or []) and target.metric != "cos_similarity"
+        column = PAPER_COLUMN[target.metric]
+        if values and not constant and column in floors:
+            met += abs(statistics.fmean(values) - paper[target.paper_method][column]) <= floors[column]
+    return met
+
+
 def choose(values: Mapping[str, float], among: Sequence[str] | None = None) -> str | None:
     """The argmin of an objective's values over ``among`` (None: all); the first listed on a tie.
 
@@ -248,6 +266,8 @@ class Calibration:
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J
     errors: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J's standard error
     chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> candidate
+    met: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (targets within the floors, all)
+    floors: dict[str, float] = field(default_factory=dict)  # column -> the paper's floor (empty: not given)
 
     def tied(self, objective: str, among: Sequence[str] | None = None) -> list[str]:
         """The candidates J does not tell from the chosen one: within two standard errors of their difference."""
@@ -272,6 +292,7 @@ def calibrate(
     *,
     seeds: int = 5,
     only: Sequence[str] | None = None,
+    floors: Mapping[str, float] | None = None,
     overwrite: bool = False,
     build: BuildRun | None = None,
     launcher: Launcher | None = None,
@@ -285,6 +306,9 @@ def calibrate(
         out: Output folder (see the module's docstring); finished trials there are reused.
         seeds: Seeds per method and candidate.
         only: Run only these candidates (names as in the file; a quick look, as a smoke test takes).
+        floors: The paper's floor per column (``train``, ``test``, ``cos``: the judgement file's
+            ``tolerances``): each objective's chosen candidate is then said to meet so many of its
+            targets within them (a choice that meets few is a finding: no candidate reproduces the table).
         overwrite: Discard trials in ``out`` whose config changed (else: refuse).
         build: Builds and runs one ``featlearn fit`` (default: the LightningCLI's).
         launcher: Where trials run (default: one after another in this process).
@@ -309,7 +333,7 @@ def calibrate(
     out = Path(out)
     paper = {method: row for (setting, method), row in paper_numbers(spec.paper).items() if setting == spec.setting}
     methods = load_methods(resolve_config(spec.methods))
-    calibration = Calibration(out)
+    calibration = Calibration(out, floors=dict(floors or {}))
     for candidate in spec.candidates:
         log(f"candidate {candidate.name}: {candidate.about}")
         comparison = compare(
@@ -330,6 +354,10 @@ def calibrate(
             name: objective_error(res, objective.targets, paper) for name, res in calibration.results.items()
         }
         calibration.chosen[objective.name] = choose(values, objective.among)
+        chosen = calibration.chosen[objective.name]
+        if floors and chosen is not None:
+            met = within_floors(calibration.results[chosen], objective.targets, paper, floors)
+            calibration.met[objective.name] = (met, len(objective.targets))
     write_calibration(calibration, spec, paper)
     return calibration
 
@@ -387,6 +415,16 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
                 else (text if among else f"({text})")
             )
         lines.append("| " + " | ".join(cells) + " |")
+        if calibration.floors:  # how many of the objective's numbers each candidate meets within the paper's floors
+            counts = [
+                within_floors(calibration.results[c.name], objective.targets, paper, calibration.floors)
+                for c in spec.candidates
+            ]
+            lines.append(
+                f"| {objective.name}: numbers within the paper's floors | | "
+                + " | ".join(f"{k} of {len(objective.targets)}" for k in counts)
+                + " |"
+            )
         # What the choice owes to the constant-predictor rule: J with those seeds taken at face value.
         face = [
             objective_value(at_face_value(calibration.results[c.name]), objective.targets, paper)
@@ -450,6 +488,7 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "errors": {k: (v if math.isfinite(v) else None) for k, v in calibration.errors[o.name].items()},
                 "chosen": calibration.chosen[o.name],
                 "tied": calibration.tied(o.name, o.among),
+                "within_floors": list(calibration.met[o.name]) if o.name in calibration.met else None,
             }
             for o in spec.objectives
         },
@@ -470,6 +509,9 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
     for objective in spec.objectives:
         tied = calibration.tied(objective.name, objective.among)
         apart = f" Not told apart from it (within two standard errors): {', '.join(tied)}." if tied else ""
+        if objective.name in calibration.met:
+            met, total = calibration.met[objective.name]
+            apart += f" It meets {met} of the {total} numbers within the paper's floors."
         lines.append(f"- **{objective.name}**: {objective.about} Chosen: {calibration.chosen[objective.name]}.{apart}")
     lines.append("")
     lines += [f"- *{c.name}*: {c.about}" for c in spec.candidates]

@@ -36,7 +36,7 @@ from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings
-from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings
+from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings, judgement_rules
 from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun
 from featlearn.studies.tuning import CompareOptions
@@ -291,6 +291,7 @@ class CalibrationItem:
             folder,
             seeds=plan.scales[args.scale]["seeds"],
             only=options.get("only"),
+            floors={column: floor["absolute"] for column, floor in judgement_rules(plan.paper)["tolerances"].items()},
             overwrite=args.overwrite,
             build=build,
             launcher=replace(args.launcher, folder=folder / "submitit"),
@@ -299,6 +300,7 @@ class CalibrationItem:
             "status": "run",
             "results": {},
             "chosen": dict(calibration.chosen),
+            "met": dict(calibration.met),
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }

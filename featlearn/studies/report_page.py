@@ -288,6 +288,9 @@ def headline(claims: list[Claim], only: list[str] | tuple[str, ...] | None = Non
     counts, diagnostic = claim_counts(claims), claim_counts(claims, diagnostic=True)
     total = sum(counts.values())
     whose = "The paper's" if not only else f"A partial report (only {'; '.join(only)}): the"
+    if only and not total:  # its items are featlearn's own diagnostics: no claim of the paper's protocol to count
+        text = f"**A partial report (only {'; '.join(only)}): it tests no claim of the paper's protocol.**"
+        return text + (f" featlearn's diagnostic items: {count_text(diagnostic)}." if any(diagnostic.values()) else "")
     text = (
         f"**{whose} {total} claims: {counts['reproduced']} reproduced, {counts['differs']} differ, "
         f"{counts['cannot decide']} cannot be decided, {counts['by construction']} hold by construction, "
@@ -366,7 +369,7 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
         "names the alternative it rules out"
     )
     md.append(
-        "- an accuracy is judged against its set's trivial rate (the row \"Trivial (majority class)\"), a cosine "
+        '- an accuracy is judged against its set\'s trivial rate (the row "Trivial (majority class)"), a cosine '
         "against its value at step 0 (the random initialisation's): ○ when the paper's value lies within the floor "
         "of it and featlearn's lies there too or within the floor of the paper's, ✗ a failed fit when featlearn's "
         "lies there (or its runs degenerated) and the paper's does not; a paper value below its own trivial rate is "
@@ -476,7 +479,16 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
             lines.append(f"- **{label}: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
             continue
         if item.kind == "calibration":
-            chosen = "; ".join(f"{objective}: *{name}*" for objective, name in (outcome.get("chosen") or {}).items())
+            met = outcome.get("met") or {}
+            chosen = "; ".join(
+                f"{objective}: *{name}*"
+                + (
+                    f", which meets {met[objective][0]} of its {met[objective][1]} numbers within the floors"
+                    if objective in met
+                    else ""
+                )
+                for objective, name in (outcome.get("chosen") or {}).items()
+            )
             lines.append(f"- **{label}: the constants chosen here, held fixed elsewhere ({chosen}).")
             continue
         if not judged:

@@ -17,6 +17,7 @@ from featlearn.studies.calibration import (
     objective_error,
     objective_value,
     seed_errors,
+    within_floors,
 )
 from featlearn.studies.methods import load_methods, method_config
 from featlearn.studies.trials import merge_configs
@@ -50,6 +51,15 @@ def test_a_constant_predictor_matches_no_accuracy_not_even_one_at_chance():
     flat = {"One Step": {"val_acc": [52.2, 52.2], "cos_similarity": [0.848, 0.848], "degenerate": [True, False]}}
     # Seed 0: accuracy error 1 (constant), cosine 0: 0.5; seed 1: 0.
     assert seed_errors(flat, one_step, PAPER) == pytest.approx([0.5, 0.0])
+
+
+def test_a_chosen_candidate_says_how_many_numbers_it_meets_within_the_floors():
+    targets = [Target("Network", "train_acc", "Network"), Target("One Step", "cos_similarity", "One Step")]
+    floors = {"train": 3.0, "cos": 0.05}
+    near = {"Network": {"train_acc": [98.0, 99.0]}, "One Step": {"cos_similarity": [0.95, 0.96]}}
+    assert within_floors(near, targets, PAPER, floors) == 1  # 98.5 is within 3 of 100; 0.955 is 0.107 from 0.848
+    constant = {"Network": {"train_acc": [99.0, 99.0], "degenerate": [True, False]}, "One Step": {}}
+    assert within_floors(constant, targets, PAPER, floors) == 0  # a constant predictor meets no accuracy
 
 
 def test_a_candidate_missing_a_target_is_never_chosen():

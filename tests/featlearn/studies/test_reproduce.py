@@ -910,6 +910,13 @@ def test_a_partial_report_counts_the_claims_its_items_test_and_says_how_to_regen
     claims = assign_claims([{"id": "c", "place": "p", "words": "w", "cells": [{"item": "A"}]}], [cell], {})
     assert headline(claims).startswith("**The paper's 1 claims: 1 reproduced,")
     assert headline(claims, ["A", "B"]).startswith("**A partial report (only A; B): the 1 claims: 1 reproduced,")
+    cell.diagnostic = True
+    for claim in claims:
+        claim.diagnostic = True
+    assert headline(claims, ["A"]) == (
+        "**A partial report (only A): it tests no claim of the paper's protocol.** featlearn's diagnostic items: "
+        "1 reproduced, 0 differs, 0 cannot decide, 0 by construction, 0 not run."
+    )
     assert regenerate_command("shi2022", "cpu") == "featlearn reproduce --paper shi2022 --scale cpu --out DIR"
     assert (
         regenerate_command("shi2022", "cpu", ["E.1.1 calibration", "E.1.1"])
