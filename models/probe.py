@@ -43,10 +43,11 @@ class SteppedFeatureProbe(TwoLayerNet):
 
     It is the converged reading of Shi et al.'s One Step (k = 1) and Two Step (k = 2)
     baselines (Appendix E: "fix the weight of the 1st layer after the first step/second
-    step ... and train the best classifiers on top of them"): compare's "One Step (best
-    linear)" and "Two Step (best linear)" columns. The paper's own numbers (One Step
-    41.0% on E.1.2, below the majority rate) come from the process's classifier stage
-    instead, which compare's "One Step"/"Two Step" run. It works for any data model.
+    step ... and train the best classifiers on top of them"): compare's "One Step" and
+    "Two Step" columns. compare's "One Step (SGD readout)" and "Two Step (SGD readout)"
+    run the process's own classifier stage on the same features instead (the first layer
+    frozen, the second trained by the process's rates and loss to T); the paper's numbers
+    are judged against both, since it names neither. It works for any data model.
 
     Args:
         *args: :class:`TwoLayerNet`'s arguments.

@@ -27,15 +27,16 @@ predictions at the chosen constants.
     e_{m,q,s} = \frac{|x_{m,q,s}(c) - x^{paper}_{m,q}|}{s_q},
 
 with :math:`x_{m,q,s}(c)` seed s's value, :math:`s_q = 100` for accuracies (percent) and 1 for
-cosines. A seed whose run predicts one class (a *degenerate* run, a constant predictor) has
-:math:`e = 1` on an accuracy target, the whole scale: a constant predictor matches no number,
-even one at chance. Accuracies the paper reports on its test set are matched by featlearn's
-*validation* accuracy (``val_acc``), so the choice never reads the test set. The spread of J
-is the standard error over seeds, :math:`\mathrm{sd}(J_s)/\sqrt{S}`; candidates within two of
-it of the chosen one are named as not told apart. A candidate with a target it did not measure
-has J = inf. The chosen candidate of an objective is its argmin (the first listed on a tie).
-``shown`` targets are drawn in the table but score nothing (a second classifier of a row the
-objective already counts, for instance).
+cosines. A seed whose run degenerated (``DegenerateRuns``: it predicts one class, or its loss
+grew by orders of magnitude: a failed fit) has :math:`e = 1` on an accuracy target, the whole
+scale: a failed fit matches no number, even one at chance. Accuracies the paper reports on its
+test set are matched by featlearn's *validation* accuracy (``val_acc``), so the choice never
+reads the test set. The spread of J is the standard error over seeds,
+:math:`\mathrm{sd}(J_s)/\sqrt{S}`; candidates within two of it of the chosen one are named as
+not told apart. A candidate with a target it did not measure has J = inf. The chosen candidate
+of an objective is its argmin (the first listed on a tie). ``shown`` targets are drawn in the
+table but score nothing (a second classifier of a row the objective already counts, for
+instance).
 
 **Outputs** in DIR: ``candidates/<slug>/`` (each candidate's ``featlearn compare`` folder;
 finished trials are reused on a rerun), ``calibration.csv`` (one row per candidate and
@@ -59,7 +60,7 @@ from featlearn.config_files import resolve_config
 from featlearn.studies.compare import compare
 from featlearn.studies.methods import load_methods
 from featlearn.studies.plan import COLUMNS, paper_numbers
-from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build, load_yaml
+from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build, load_yaml, summarize
 from featlearn.studies.tuning import CompareOptions
 
 #: compare's metric -> the paper table file's column (train_acc -> train, ...); val_acc stands for test.
@@ -182,7 +183,7 @@ def load_candidates(name: str | Path) -> CandidatesFile:
 
 
 def at_face_value(results: Mapping[str, Mapping]) -> dict[str, dict]:
-    """The results with no seed flagged a constant predictor: J as if such seeds matched by their values."""
+    """The results with no seed flagged degenerate: J as if such seeds matched by their values."""
     return {method: {k: v for k, v in metrics.items() if k != "degenerate"} for method, metrics in results.items()}
 
 
@@ -234,15 +235,15 @@ def within_floors(
 ) -> int:
     """How many ``targets`` a candidate's seed mean meets within the paper's floor (``floors``: column -> width).
 
-    A target whose seeds include a constant predictor meets nothing on an accuracy (as in J).
+    A target whose seeds include a degenerate run meets nothing on an accuracy (as in J).
     """
     met = 0
     for target in targets:
         measured = results.get(target.method) or {}
         values = [v for v in measured.get(target.metric) or [] if v is not None]
-        constant = any(measured.get("degenerate") or []) and target.metric != "cos_similarity"
+        failed = any(measured.get("degenerate") or []) and target.metric != "cos_similarity"
         column = PAPER_COLUMN[target.metric]
-        if values and not constant and column in floors:
+        if values and not failed and column in floors:
             met += abs(statistics.fmean(values) - paper[target.paper_method][column]) <= floors[column]
     return met
 
@@ -362,11 +363,10 @@ def calibrate(
     return calibration
 
 
-def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
-    clean = [v for v in values or [] if v is not None]
-    if not clean:
-        return None, None
-    return statistics.fmean(clean), (statistics.stdev(clean) if len(clean) > 1 else 0.0)
+def _mean_std(values: Sequence[float | None] | None) -> tuple[float | None, float | None]:
+    """:func:`~featlearn.studies.trials.summarize`'s mean and std over the measured seeds (std 0 for one seed)."""
+    mean, std, _ = summarize([v for v in values or [] if v is not None])
+    return mean, (0.0 if mean is not None and std is None else std)
 
 
 def _table_targets(spec: CandidatesFile) -> list[tuple[Target, bool]]:
@@ -376,22 +376,22 @@ def _table_targets(spec: CandidatesFile) -> list[tuple[Target, bool]]:
 
 
 def _cell(calibration: Calibration, candidate: str, target: Target) -> str:
-    """Featlearn's mean ± std of one target, with how many seeds predicted one class where any did."""
+    """Featlearn's mean ± std of one target, with how many seeds degenerated where any did."""
     measured = calibration.results[candidate].get(target.method) or {}
     mean, std = _mean_std(measured.get(target.metric))
     if mean is None:
         return "NA"
     digits = 3 if target.metric == "cos_similarity" else 1
     flat = sum(bool(f) for f in measured.get("degenerate") or [])
-    constant = f" ({flat} constant)" if flat and target.metric != "cos_similarity" else ""
-    return f"{mean:.{digits}f} ± {std:.{digits}f}{constant}"
+    failed = f" ({flat} degenerate)" if flat and target.metric != "cos_similarity" else ""
+    return f"{mean:.{digits}f} ± {std:.{digits}f}{failed}"
 
 
 def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Mapping) -> list[str]:
     """The Markdown lines of the calibration table: a row per target and per objective, a column per candidate.
 
-    The paper's value stands beside featlearn's mean ± std of each candidate (and how many seeds were
-    constant predictors); a shown target says it scores nothing; the objectives' rows give J ± its
+    The paper's value stands beside featlearn's mean ± std of each candidate (and how many seeds
+    degenerated); a shown target says it scores nothing; the objectives' rows give J ± its
     standard error, the chosen candidate in bold, and in parentheses a candidate the objective does
     not choose between.
     """
@@ -425,13 +425,13 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
                 + " | ".join(f"{k} of {len(objective.targets)}" for k in counts)
                 + " |"
             )
-        # What the choice owes to the constant-predictor rule: J with those seeds taken at face value.
+        # What the choice owes to the degenerate-run rule: J with those seeds taken at face value.
         face = [
             objective_value(at_face_value(calibration.results[c.name]), objective.targets, paper)
             for c in spec.candidates
         ]
         lines.append(
-            f"| J: {objective.name}, constant predictors at face value | | "
+            f"| J: {objective.name}, degenerate seeds at face value | | "
             + " | ".join(f"{v:.3f}" if math.isfinite(v) else "inf" for v in face)
             + " |"
         )
@@ -453,7 +453,7 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "mean",
                 "std",
                 "n_seeds",
-                "constant_seeds",
+                "degenerate_seeds",
                 "paper_method",
                 "paper",
             ]
@@ -497,10 +497,11 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
     (out / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [
         f"Calibration on {spec.setting} ({spec.path.name}): each candidate's methods, untuned, mean ± std over seeds.",
-        "J is the mean over seeds and targets of |featlearn - paper| (accuracies / 100; a seed that predicts one "
-        "class, a constant predictor, counts 1 on an accuracy), ± its standard error over seeds; featlearn's "
+        "J is the mean over seeds and targets of |featlearn - paper| (accuracies / 100; a seed that degenerated, "
+        "DegenerateRuns: one class predicted or the loss grown by orders of magnitude, counts 1 on an accuracy), "
+        "± its standard error over seeds; featlearn's "
         "validation accuracy stands for the paper's test accuracy. A value in parentheses is a candidate that "
-        "objective does not choose between. The rows 'constant predictors at face value' give J as if such seeds "
+        "objective does not choose between. The rows 'degenerate seeds at face value' give J as if such seeds "
         "matched by their values: what a choice owes to that rule.",
         "",
         *calibration_table(calibration, spec, paper),

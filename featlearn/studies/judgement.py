@@ -319,6 +319,9 @@ def judge(
         chance_claim = column == "test" and fits_training_set  # "fits, yet tests at chance" (w/o structure)
         if paper_trivial and (ours_trivial or held) and not chance_claim:
             where = "there too" if ours_trivial else "within the floor of the paper's"
+            if degenerate and abs(mean - trivial if trivial is not None else 0.0) > floor:
+                where = "comes from runs that degenerated (DegenerateRuns), a failed fit"
+                same = "a failed fit says nothing of the method either"
             return {
                 **cell,
                 "verdict": "cannot decide",

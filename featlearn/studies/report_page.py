@@ -373,7 +373,9 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
         "against its value at step 0 (the random initialisation's): ○ when the paper's value lies within the floor "
         "of it and featlearn's lies there too or within the floor of the paper's, ✗ a failed fit when featlearn's "
         "lies there (or its runs degenerated) and the paper's does not; a paper value below its own trivial rate is "
-        "said in the reason; a ✓ cosine or test accuracy of a method whose training cell differs is ○"
+        "said in the reason; a ✓ cosine or test accuracy of a method whose training cell differs is ○, except "
+        "the cosine of a method whose neurons are fixed before its classifier is fit (the judgement file's "
+        "`features_frozen_before_fit`: One Step, Two Step), which the classifier's fit cannot change"
     )
     md.append(
         "- ≡ holds by construction: a value that follows from featlearn's own process or code (a spread at the "

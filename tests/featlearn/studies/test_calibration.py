@@ -202,7 +202,7 @@ def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_
     }
     table = (out / "calibration.md").read_text()
     assert "| Network: train_acc | 100 |" in table and "(chosen)**" in table
-    assert "| J: accuracy, constant predictors at face value | |" in table
+    assert "| J: accuracy, degenerate seeds at face value | |" in table
     assert f"accuracy: {calibration.chosen['accuracy']}" in capsys.readouterr().out
     # A rerun reuses every trial; `only` narrows the candidates and the objectives' choices with them.
     again = calibrate([str(config)], candidates, out, seeds=2, only=["moving"], build=build_cli)
