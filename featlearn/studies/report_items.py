@@ -278,7 +278,6 @@ class TeacherCheck:
         return [_copy(outcome["folder"] / "teacher_check.png", figures / f"{item.slug}_teacher_check.png")]
 
 
-#: Each kind of item (the plan's ``kind``) and the class that runs and draws it.
 class CalibrationItem:
     """Candidates of the paper's open constants run on one table; each objective's choice (:func:`calibrate`)."""
 
@@ -314,6 +313,7 @@ class CalibrationItem:
         return []
 
 
+#: Each kind of item (the plan's ``kind``) and the class that runs and draws it.
 ITEM_KINDS: dict[str, ItemKind] = {
     "compare": ComparisonTable(),
     "phases": Phases(),
