@@ -154,7 +154,10 @@ def test_a_committed_report_opens_with_its_claims_matrix_on_the_first_screen(tmp
 def test_the_docs_site_report_page_shows_the_claims_matrix_on_the_first_screen(site, report):
     top, head, screen = first_table_on_screen(site / "reproduction" / report / "report" / "index.html")
     assert head == "Claim" and 0 < top < screen, (top, head, screen)
-    top, head, screen = first_table_on_screen(site / report.split("-")[0] / "index.html")  # the paper's page
+    paper, _, scale = report.partition("-")
+    if scale != "cpu":
+        return  # a partial report (shi2022-calibration) is a section of its paper's page, not the page's headline
+    top, head, screen = first_table_on_screen(site / paper / "index.html")  # the paper's page opens with it
     assert head == "Claim" and 0 < top < screen, (top, head, screen)
 
 
