@@ -9,14 +9,20 @@ predictions at the chosen constants.
 **The candidates file** (``featlearn calibrate --candidates NAME``; shipped:
 ``calibration/shi_table1``) names:
 
-* ``methods``: the methods file whose methods every candidate runs, untuned (a candidate
-  *is* a choice of constants: a grid on top of it would be a second calibration);
+* ``methods``: the methods file whose methods every candidate runs *as the report's items run
+  them*: a method's ``tune`` grid (a constant the paper leaves to each table, chosen on that
+  table's validation set, such as the Network's first-layer rate from step 3) is tuned for
+  every candidate too, so the chosen candidate's numbers are the ones its predictions will be
+  made with; a candidate fixes only what it names;
 * ``paper``, ``setting``: where the paper's numbers are (its table file, one setting);
 * ``objectives``: name -> ``targets`` (``{method, metric, paper_method}``: featlearn's
   method and metric against the paper's value of ``paper_method``'s column) and, optionally,
   ``among`` (the candidates it chooses between; default all);
 * ``candidates``: name -> ``about`` (one line) and ``overlay`` (overrides of the experiment
-  config, merged after it as a further ``--config`` is).
+  config, merged after it as a further ``--config`` is); optionally ``tune`` (method -> a grid
+  that replaces that method's grid: a tuned first- and second-layer pair, say) or
+  ``tuned: false`` (its methods run untuned: a candidate whose overlay *is* the constant a grid
+  would tune, eq. (278)'s one rate for both layers, say).
 
 **The objective** of a candidate c is the mean absolute error over its targets,
 
@@ -99,6 +105,10 @@ class Candidate:
     name: str
     about: str
     overlay: dict
+    #: Method -> a grid replacing that method's ``tune`` grid (``{}``: the methods file's grids).
+    tune: dict = field(default_factory=dict)
+    #: False: every method runs untuned (the overlay sets what the grids would choose).
+    tuned: bool = True
 
     @property
     def slug(self) -> str:
@@ -139,10 +149,25 @@ def load_candidates(name: str | Path) -> CandidatesFile:
         if not spec.get(key):
             raise ValueError(f"Candidates file {path}: '{key}' is missing.")
     candidates = []
+    method_names = {method.name for method in load_methods(resolve_config(str(spec["methods"])))}
     for cname, entry in spec["candidates"].items():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("overlay"), Mapping) or not entry.get("about"):
             raise ValueError(f"Candidates file {path}: candidate {cname!r} needs 'about' and an 'overlay' mapping.")
-        candidates.append(Candidate(str(cname), str(entry["about"]), dict(entry["overlay"])))
+        tune, tuned = entry.get("tune") or {}, entry.get("tuned", True)
+        if not isinstance(tune, Mapping) or any(not isinstance(grid, Mapping) for grid in tune.values()):
+            raise ValueError(f"Candidates file {path}: candidate {cname!r}: 'tune' maps a method to its grid.")
+        unknown = sorted(set(tune) - method_names)
+        if unknown:
+            raise ValueError(
+                f"Candidates file {path}: candidate {cname!r}: 'tune' names {unknown}, "
+                f"not methods of {spec['methods']}."
+            )
+        if not isinstance(tuned, bool) or (tune and not tuned):
+            raise ValueError(
+                f"Candidates file {path}: candidate {cname!r}: 'tuned' is true or false, and false takes no 'tune'."
+            )
+        grids = {method: dict(grid) for method, grid in tune.items()}
+        candidates.append(Candidate(str(cname), str(entry["about"]), dict(entry["overlay"]), grids, tuned))
     names = {c.name for c in candidates}
     slugs = [c.slug for c in candidates]
     if len(set(slugs)) != len(slugs):
@@ -180,6 +205,11 @@ def load_candidates(name: str | Path) -> CandidatesFile:
     return CandidatesFile(
         path, str(spec["methods"]), str(spec["paper"]), str(spec["setting"]), objectives, candidates, shown
     )
+
+
+def calibration_methods(name: str | Path) -> list[str]:
+    """The names of the methods a candidates file's candidates run (its ``methods`` file's)."""
+    return [method.name for method in load_methods(resolve_config(load_candidates(name).methods))]
 
 
 def at_face_value(results: Mapping[str, Mapping]) -> dict[str, dict]:
@@ -269,6 +299,7 @@ class Calibration:
     chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> candidate
     met: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (targets within the floors, all)
     floors: dict[str, float] = field(default_factory=dict)  # column -> the paper's floor (empty: not given)
+    tuned: dict[str, dict] = field(default_factory=dict)  # candidate -> method -> the grid values chosen
 
     def tied(self, objective: str, among: Sequence[str] | None = None) -> list[str]:
         """The candidates J does not tell from the chosen one: within two standard errors of their difference."""
@@ -292,6 +323,7 @@ def calibrate(
     out: str | Path,
     *,
     seeds: int = 5,
+    options: CompareOptions | None = None,
     only: Sequence[str] | None = None,
     floors: Mapping[str, float] | None = None,
     overwrite: bool = False,
@@ -306,6 +338,8 @@ def calibrate(
         candidates: The candidates file (a shipped name or a path).
         out: Output folder (see the module's docstring); finished trials there are reused.
         seeds: Seeds per method and candidate.
+        options: How the methods' grids are tuned, as the report's items tune them (its ``seeds``
+            replace ``seeds``; ``overwrite`` is this function's own).
         only: Run only these candidates (names as in the file; a quick look, as a smoke test takes).
         floors: The paper's floor per column (``train``, ``test``, ``cos``: the judgement file's
             ``tolerances``): each objective's chosen candidate is then said to meet so many of its
@@ -334,6 +368,7 @@ def calibrate(
     out = Path(out)
     paper = {method: row for (setting, method), row in paper_numbers(spec.paper).items() if setting == spec.setting}
     methods = load_methods(resolve_config(spec.methods))
+    options = replace(options or CompareOptions(seeds=seeds), overwrite=overwrite)
     calibration = Calibration(out, floors=dict(floors or {}))
     for candidate in spec.candidates:
         log(f"candidate {candidate.name}: {candidate.about}")
@@ -341,13 +376,16 @@ def calibrate(
             [*configs, candidate.overlay],
             out / "candidates" / candidate.slug,
             build=build or default_build(),
-            methods=methods,
-            options=CompareOptions(seeds=seeds, overwrite=overwrite),
-            tune=False,
+            methods=[replace(method, tune=candidate.tune.get(method.name, method.tune)) for method in methods],
+            options=options,
+            tune=candidate.tuned,
             launcher=launcher,
             log=lambda line, name=candidate.name: log(f"{name}: {line}"),
         )
         calibration.results[candidate.name] = dict(comparison.results)
+        calibration.tuned[candidate.name] = {
+            method: dict(choice["values"]) for method, choice in comparison.tuned.items() if choice.get("values")
+        }
     for objective in spec.objectives:
         values = {name: objective_value(res, objective.targets, paper) for name, res in calibration.results.items()}
         calibration.values[objective.name] = values
@@ -387,6 +425,20 @@ def _cell(calibration: Calibration, candidate: str, target: Target) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}{failed}"
 
 
+def _tuned_cell(calibration: Calibration, candidate: Candidate) -> str:
+    """The grid values chosen for a candidate's methods (``Network: lr_w@3 = 0.001``), or why there are none."""
+    if not candidate.tuned:
+        return "nothing (untuned: its overlay sets the rates)"
+    chosen = calibration.tuned.get(candidate.name) or {}
+    return (
+        "; ".join(
+            f"{method}: " + ", ".join(f"{key.split('.')[-1]} = {value!r}" for key, value in values.items())
+            for method, values in chosen.items()
+        )
+        or "nothing (no grid)"
+    )
+
+
 def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Mapping) -> list[str]:
     """The Markdown lines of the calibration table: a row per target and per objective, a column per candidate.
 
@@ -402,6 +454,9 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
         cells = [label, f"{paper[target.paper_method][PAPER_COLUMN[target.metric]]:g}"]
         cells += [_cell(calibration, candidate.name, target) for candidate in spec.candidates]
         lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        "| tuned on the validation set | | " + " | ".join(_tuned_cell(calibration, c) for c in spec.candidates) + " |"
+    )
     for objective in spec.objectives:
         cells = [f"**J: {objective.name}**", ""]
         for candidate in spec.candidates:
@@ -492,11 +547,20 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
             }
             for o in spec.objectives
         },
-        "candidates": {c.name: {"about": c.about, "overlay": c.overlay} for c in spec.candidates},
+        "candidates": {
+            c.name: {
+                "about": c.about,
+                "overlay": c.overlay,
+                "tuned": (calibration.tuned.get(c.name) if c.tuned else None),
+            }
+            for c in spec.candidates
+        },
     }
     (out / "calibration.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [
-        f"Calibration on {spec.setting} ({spec.path.name}): each candidate's methods, untuned, mean ± std over seeds.",
+        f"Calibration on {spec.setting} ({spec.path.name}): each candidate's methods, their grids tuned on the "
+        "validation set as the report's items tune them (the row 'tuned on the validation set'), "
+        "mean ± std over seeds.",
         "J is the mean over seeds and targets of |featlearn - paper| (accuracies / 100; a seed that degenerated, "
         "DegenerateRuns: one class predicted or the loss grown by orders of magnitude, counts 1 on an accuracy), "
         "± its standard error over seeds; featlearn's "

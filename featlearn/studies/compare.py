@@ -330,8 +330,7 @@ def compare(
     unknown = sorted(set(options.halving_only or ()) - {method.name for method in listed})
     if unknown:  # a misspelt name would silently train its grid in full
         raise ValueError(
-            f"halving_only names {unknown}, which are not methods of {where}: "
-            f"{[method.name for method in listed]}."
+            f"halving_only names {unknown}, which are not methods of {where}: {[method.name for method in listed]}."
         )
     experiment, names = merge_experiment(configs)
     out = Path(out)

@@ -164,6 +164,7 @@ class Cell:
 #: The names of a cell's fields.
 CELL_FIELDS = frozenset(Cell.__dataclass_fields__)
 
+
 def verdict_counts(cells: list[Cell], diagnostic: bool = False) -> dict[str, int]:
     """How many cells have each verdict: the paper's protocol's cells, or (``diagnostic``) the diagnostic items'."""
     return {v: sum(1 for c in cells if c.verdict == v and c.diagnostic == diagnostic) for v in VERDICTS}
@@ -893,9 +894,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
     return cells
 
 
-def collect_relations(
-    plan: Plan, outcomes: dict[str, dict], rules: dict, numbers: dict | None = None
-) -> list[Cell]:
+def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, numbers: dict | None = None) -> list[Cell]:
     """The paper's statements that are relations between measurements: one judged cell each.
 
     Each entry of the judgement file's ``relations`` names its item, the relation in a few words,

@@ -255,11 +255,23 @@ def check_constants(items: Sequence[Item], path: Path) -> None:
             )
         if objectives is None:
             spec = load_yaml(resolve_config(items[calibrations[0]].study), "the calibration's candidates file")
-            objectives = set(spec.get("objectives") or {})
+            objectives = dict(spec.get("objectives") or {})
         if item.constants not in objectives:
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: constants {item.constants!r} is not an objective of the "
                 f"calibration item ({sorted(objectives)})."
+            )
+        # An item carries a candidate's overlay, not its grids: it tunes its own methods file's grids, so a
+        # candidate with grids of its own ('tune') or none ('tuned: false') can be shown, not chosen for it.
+        candidates = spec.get("candidates") or {}
+        among = objectives[item.constants].get("among") or list(candidates)
+        entries = {name: candidates.get(name) or {} for name in among}
+        own = [name for name, entry in entries.items() if entry.get("tune") or entry.get("tuned") is False]
+        if own:
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: objective {item.constants!r} chooses among {own}, whose grids are "
+                "their own ('tune' or 'tuned: false'); items tune their methods file's grids: leave them out of "
+                "its 'among'."
             )
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from featlearn.config_files import resolve_config
-from featlearn.studies.calibration import calibrate
+from featlearn.studies.calibration import calibrate, calibration_methods
 from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
@@ -288,7 +288,7 @@ class CalibrationItem:
             configs,
             item.study,
             folder,
-            seeds=plan.scales[args.scale]["seeds"],
+            options=compare_options(plan, args, calibration_methods(item.study)),  # the items' seeds and tuning
             only=options.get("only"),
             floors={column: floor["absolute"] for column, floor in judgement_rules(plan.paper)["tolerances"].items()},
             overwrite=args.overwrite,

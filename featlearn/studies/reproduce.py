@@ -312,9 +312,6 @@ def reproduce(
     return Reproduction(out, counts, cell_counts, cells, claims, wall["wall_seconds"], wall["training_seconds"])
 
 
-
-
-
 def reproduce_command(argv: list[str], build: BuildRun) -> Reproduction | str:
     """``featlearn reproduce`` with arguments ``argv`` (see :func:`parse_args`): :func:`reproduce`, or a summary.
 

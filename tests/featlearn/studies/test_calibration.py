@@ -7,8 +7,10 @@ import pytest
 import yaml
 
 from featlearn.cli import build_cli
+from featlearn.config_files import resolve_config
 from featlearn.studies.calibration import (
     Calibration,
+    Candidate,
     Target,
     calibrate,
     calibrate_command,
@@ -97,12 +99,21 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
     # Each paper cell once, by the best classifier; the process's SGD readout is shown, not scored.
     assert len({(t.paper_method, t.metric) for t in table_1.targets}) == len(table_1.targets) == 12
     assert all("readout" not in t.method for t in table_1.targets) and spec.shown
-    # It chooses between processes that differ in steps 1-2 only: from step 3 every method's rates are tuned
-    # per table (compare/shi's lr_w@3 grid), which would override a candidate's late rates.
+    # It chooses between processes that differ in steps 1-2 only: from step 3 the first layer's rate is tuned per
+    # table (compare/shi's lr_w@3 grid, which the calibration's Network tunes too); a candidate with late rates or
+    # a grid of its own is shown, not chosen.
+    methods = {m.name: m for m in load_methods(resolve_config(spec.methods))}
+    shi = {m.name: m for m in load_methods(resolve_config("compare/shi"))}
+    assert (
+        methods["Network"].tune == shi["Network"].tune and methods["Network w/o structure"].tune == shi["Network"].tune
+    )
     for candidate in spec.candidates:
         training = candidate.overlay.get("model", {}).get("init_args", {}).get("training", {})
         late = {name: schedule[-1]["value"] for name, schedule in training.items() if name in ("lr_w", "lr_a")}
-        assert (candidate.name in table_1.among) == (late.get("lr_w", 1e-4) == 1e-4 and late.get("lr_a", 1000) == 1000)
+        plain = late.get("lr_w", 1e-4) == 1e-4 and late.get("lr_a", 1000) == 1000 and not candidate.tune
+        assert (candidate.name in table_1.among) == (plain and candidate.tuned), candidate.name
+    assert [c.name for c in spec.candidates if not c.tuned] == ["eq. (278) one eta"]
+    assert [c.name for c in spec.candidates if c.tune] == ["erasing, tuned pair"]
     cosine = objectives["One Step cosine"]
     assert [t.label for t in cosine.targets] == ["One Step: cos_similarity"]
     assert cosine.among and all(name.startswith("kept") for name in cosine.among)
@@ -131,6 +142,14 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
         ),
         ({"objectives": {"o": {"targets": []}}}, "objective 'o' has no targets"),
         (
+            {"candidates": {"a": {"about": "x", "overlay": {}, "tune": {"NTK": {"model.init_args.training.lr": [1]}}}}},
+            r"candidate 'a': 'tune' names \['NTK'\], not methods of compare/shi_network",
+        ),
+        (
+            {"candidates": {"a": {"about": "x", "overlay": {}, "tuned": False, "tune": {"Network": {"x": [1]}}}}},
+            "candidate 'a': 'tuned' is true or false, and false takes no 'tune'",
+        ),
+        (
             {"objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}], "among": ["zz"]}}},
             "'among' names no candidate",
         ),
@@ -151,12 +170,13 @@ def test_bad_candidates_files_are_refused_with_the_entry_named(tmp_path, change,
         load_candidates(path)
 
 
-def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_path, capsys):
-    """Two candidates (a rate that learns, one that cannot move) on a tiny experiment: the table, the choice."""
+def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_objective(tmp_path, capsys):
+    """Candidates (a rate that learns, one that cannot move, one with its own grid) on a tiny experiment."""
     config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}}))
     methods = tmp_path / "methods.yaml"
-    # A grid the calibration must not tune: a candidate is a choice of constants.
-    methods.write_text(yaml.safe_dump({"methods": {"Network": {"tune": {"model.init_args.training.lr": [0.01, 0.2]}}}}))
+    # A grid the items tune on each table's validation set: every candidate tunes it too, unless it says not.
+    decay = "model.init_args.training.weight_decay_w"
+    methods.write_text(yaml.safe_dump({"methods": {"Network": {"tune": {decay: [0.0, 0.001]}}}}))
     candidates = tmp_path / "candidates.yaml"
     candidates.write_text(
         yaml.safe_dump(
@@ -176,8 +196,14 @@ def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_
                     "frozen": {
                         "about": "no step moves",
                         "overlay": {"model": {"init_args": {"training": {"lr": 0.0}}}},
+                        "tuned": False,
                     },
                     "moving": {"about": "rate 0.5", "overlay": {"model": {"init_args": {"training": {"lr": 0.5}}}}},
+                    "moving, own grid": {
+                        "about": "rate 0.5, its own decay grid",
+                        "overlay": {"model": {"init_args": {"training": {"lr": 0.5}}}},
+                        "tune": {"Network": {decay: [0.01]}},
+                    },
                 },
             }
         )
@@ -185,10 +211,14 @@ def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_
     out = tmp_path / "out"
     args = ["--config", str(config), "--candidates", str(candidates), "--out", str(out), "--seeds", "2"]
     calibration = calibrate_command(args, build_cli)
-    for name, rate in (("frozen", 0.0), ("moving", 0.5)):  # the candidate's constants, no grid point
-        run = yaml.safe_load((out / "candidates" / name / "methods" / "network" / "config.yaml").read_text())
+    for name, rate in (("frozen", 0.0), ("moving", 0.5), ("moving, own grid", 0.5)):  # the candidate's constants
+        run = yaml.safe_load(
+            (out / "candidates" / Candidate(name, "", {}).slug / "methods" / "network" / "config.yaml").read_text()
+        )
         assert run["model"]["init_args"]["training"]["lr"] == rate
-        assert not (out / "candidates" / name / "tuning").exists()
+    assert calibration.tuned["frozen"] == {}  # untuned: its overlay is the whole process
+    assert calibration.tuned["moving"]["Network"][decay] in (0.0, 0.001)  # the methods file's grid, tuned
+    assert calibration.tuned["moving, own grid"] == {"Network": {decay: 0.01}}  # its own grid replaces it
     values = calibration.values["accuracy"]
     assert calibration.chosen["accuracy"] == min(values, key=values.get)
     assert calibration.chosen["frozen only"] == "frozen"
@@ -199,10 +229,16 @@ def test_calibrate_runs_each_candidate_untuned_and_chooses_by_the_objective(tmp_
     assert {(r["candidate"], r["method"], r["metric"], r["paper"]) for r in rows} == {
         ("frozen", "Network", "train_acc", "100.0"),
         ("moving", "Network", "train_acc", "100.0"),
+        ("moving, own grid", "Network", "train_acc", "100.0"),
     }
     table = (out / "calibration.md").read_text()
     assert "| Network: train_acc | 100 |" in table and "(chosen)**" in table
     assert "| J: accuracy, degenerate seeds at face value | |" in table
+    assert (
+        "| tuned on the validation set | | nothing (untuned: its overlay sets the rates) | Network: weight_decay_w = "
+        in table
+    )
+    assert summary["candidates"]["moving, own grid"]["tuned"] == {"Network": {decay: 0.01}}
     assert f"accuracy: {calibration.chosen['accuracy']}" in capsys.readouterr().out
     # A rerun reuses every trial; `only` narrows the candidates and the objectives' choices with them.
     again = calibrate([str(config)], candidates, out, seeds=2, only=["moving"], build=build_cli)

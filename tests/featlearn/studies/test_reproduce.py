@@ -478,6 +478,15 @@ def test_a_plans_constants_need_a_calibration_item_before_them_and_one_of_its_ob
             load_plan("mine")
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [calibration, item]}))
     assert load_plan("mine").items[1].constants == "Table 1"
+    # An item tunes its own methods file's grids: a candidate with grids of its own cannot be chosen for it.
+    own = yaml.safe_load(Path(resolve_config("calibration/shi_table1")).read_text())
+    own["objectives"]["Table 1"]["among"].append("eq. (278) one eta")
+    (tmp_path / "own.yaml").write_text(yaml.safe_dump(own))
+    plan.write_text(
+        yaml.safe_dump({"scales": scales, "items": [{**calibration, "study": str(tmp_path / "own.yaml")}, item]})
+    )
+    with pytest.raises(ValueError, match=r"chooses among \['eq. \(278\) one eta'\], whose grids are their own"):
+        load_plan("mine")
 
 
 def test_an_item_whose_calibration_has_not_run_is_not_run_and_says_so(tmp_path):
