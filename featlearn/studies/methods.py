@@ -24,7 +24,16 @@ from featlearn.studies.trials import get_path, load_yaml, merge_configs, set_pat
 #: The default methods file: Table 1 of Shi et al. (2022).
 DEFAULT_METHODS = "compare/shi"
 
-_METHOD_KEYS = {"model", "data", "trainer", "without_structure", "tune", "skip_steps", "freeze_first_layer_from"}
+_METHOD_KEYS = {
+    "model",
+    "data",
+    "trainer",
+    "without_structure",
+    "tune",
+    "skip_steps",
+    "freeze_first_layer_from",
+    "from_step",
+}
 
 
 @dataclass
@@ -126,10 +135,22 @@ def load_methods(path: Path, only: list[str] | None = None) -> list[Method]:
         skip = spec.pop("skip_steps", None) or []
         if not isinstance(skip, list) or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in skip):
             raise ValueError(f"Method {name!r}: skip_steps must be a list of steps >= 1, got {skip!r}.")
+        # from_step: {dotted.path@t: value}, a schedule's value from step t on with the experiment's (or its
+        # calibration's) earlier steps kept: a fixed tail, as a tuned path@t is one chosen on the validation set.
+        held = spec.pop("from_step", None) or {}
+        tails = {}
+        for key, value in held.items() if isinstance(held, dict) else [(held, None)]:
+            dotted, _, step = str(key).rpartition("@")
+            if not dotted or not step.isdigit() or int(step) < 1 or isinstance(value, (dict, list)) or value is None:
+                raise ValueError(
+                    f"Method {name!r}: from_step maps dotted.path@t (a step t >= 1) to one value, got {key!r}: "
+                    f"{value!r} (model.init_args.training.lr_w@3: 0.01 sets the rate from step 3 on)."
+                )
+            tails[dotted] = (int(step), value)
         freeze = spec.pop("freeze_first_layer_from", None)
         if freeze is not None and (isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 1):
             raise ValueError(f"Method {name!r}: freeze_first_layer_from must be a step >= 1, got {freeze!r}.")
-        methods.append(Method(str(name), spec, without, tune, tuple(sorted(set(skip))), freeze))
+        methods.append(Method(str(name), spec, without, tune, tuple(sorted(set(skip))), freeze, tails))
     slugs = [m.slug for m in methods]
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")

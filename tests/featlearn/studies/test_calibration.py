@@ -275,6 +275,18 @@ def test_a_tuned_schedule_tail_keeps_the_experiments_early_steps(tmp_path):
     methods.write_text(yaml.safe_dump({"methods": {"N": {"tune": {"model.init_args.training.lr_w@x": [1e-3]}}}}))
     with pytest.raises(ValueError, match="'@' must be followed by a step >= 1"):
         load_methods(methods)
+    # from_step: the same tail, fixed in the methods file (a rate a method sets, not one it tunes).
+    methods.write_text(yaml.safe_dump({"methods": {"N": {"from_step": {"model.init_args.training.lr_w@3": 0.01}}}}))
+    (fixed,) = load_methods(methods)
+    assert fixed.tune == {} and method_config(experiment, fixed, 1, None, tmp_path)["model"]["init_args"]["training"][
+        "lr_w"
+    ] == [{"start": 1, "end": 1, "value": 18.0}, {"start": 2, "end": 2, "value": 1.0}, {"start": 3, "value": 0.01}]
+    for bad in ({"model.init_args.training.lr_w": 0.01}, {"model.init_args.training.lr_w@0": 0.01}, {"x@3": [1]}):
+        methods.write_text(yaml.safe_dump({"methods": {"N": {"from_step": bad}}}))
+        with pytest.raises(
+            ValueError, match=r"Method 'N': from_step maps dotted.path@t \(a step t >= 1\) to one value"
+        ):
+            load_methods(methods)
 
 
 @pytest.mark.parametrize(
