@@ -14,8 +14,9 @@ experiment config's own shape:
 * ``scale``: how the config grows with d, as ``dotted.config.path: expression in d``
   (``ceil(d * log(d))``; names: d, log, log2, sqrt, ceil, floor, min, max, numbers and
   + - * / **), applied after the overrides;
-* ``methods``: ``name: {model: ..., data: ..., trainer: ..., scale: ...}`` overrides per
-  method (e.g. the NTK is ``model.class_path: LinearizedTwoLayerNet``);
+* ``methods``: ``name: {model: ..., data: ..., trainer: ..., scale: ..., tune: ...}`` overrides
+  per method (e.g. the NTK is ``model.class_path: LinearizedTwoLayerNet``); ``tune:
+  {dotted.path: [values]}`` (one path) chooses that constant per d (below);
 * defaults of the options below (``dims``, ``seeds``, ``target_error``,
   ``pass_fraction``, ``resolution``, ``budget``, ``epochs``, ``n_max``); the command
   line wins.
@@ -28,6 +29,16 @@ geometric mean until n_pass / n_fail <= ``resolution`` or no budget lies between
 The test error is measured on the data model's test set (``data.test_size`` fresh
 samples). The search assumes that passing is monotone in n; a trial that contradicts
 that is kept in ``trials.csv`` and the bracket keeps the smallest n that passed.
+
+**Tuned constants** (a method's ``tune``, such as the NTK's step size): a baseline gets the
+care the network gets, so its rate is chosen per d rather than fixed once. At each d every
+grid value runs its own search, judged on the *validation* set (``data.val_size`` fresh
+samples, which the study must set): its validation n*. A value needs no budget above the best
+validation n* found so far at that d (its search stops there, "not better"). The value with the
+smallest validation n* (the first listed on a tie) is the method's at that d, and its n* is
+then searched on the test set, reusing every trial already run. ``tuning.csv`` lists each
+value's validation n*; a choice at either end of the grid is flagged (``edge``): the optimum
+may lie beyond it.
 
 **Budgets** (the batch m is the scaled config's ``data.init_args.batch_size``):
 
@@ -77,6 +88,7 @@ from featlearn.studies.trials import (
     merge_configs,
     merge_experiment,
     run_trials,
+    set_path,
     tensorboard_logger,
 )
 
@@ -84,7 +96,7 @@ DEFAULT_STUDY = "samples/glasgow_cpu"
 BUDGETS = ("online", "finite")
 #: Study-file keys besides base/scale/methods: defaults of the command-line options.
 OPTION_KEYS = ("dims", "seeds", "target_error", "pass_fraction", "resolution", "budget", "epochs", "n_max")
-_METHOD_KEYS = {"model", "data", "trainer", "scale"}
+_METHOD_KEYS = {"model", "data", "trainer", "scale", "tune"}
 
 
 # ---------------------------------------------------------------------- the search
@@ -148,10 +160,20 @@ class SampleMethod:
     name: str
     overrides: dict
     scale: dict
+    #: {dotted.path: [values]}: one constant chosen per d on the validation set (empty: none).
+    tune: dict = field(default_factory=dict)
 
     @property
     def slug(self) -> str:  # noqa: D102
         return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_")
+
+    def at(self, value) -> SampleMethod:
+        """This method with its tuned constant set to ``value`` (a grid point; no grid left)."""
+        (path,) = self.tune
+        overrides = copy.deepcopy(self.overrides)
+        set_path(overrides, path, value, f"methods.{self.name}.tune")
+        scale = {key: expr for key, expr in self.scale.items() if key != path}  # the grid's value wins over a rule
+        return SampleMethod(f"{self.name} [{path.rsplit('.', 1)[-1]} = {value!r}]", overrides, scale)
 
 
 @dataclass
@@ -194,7 +216,17 @@ def load_study(path: Path) -> Study:
         own_scale = spec.pop("scale", None) or {}
         if not isinstance(own_scale, dict):
             raise ValueError(f"Method {name!r} in {str(path)!r}: scale must be a mapping, got {own_scale!r}.")
-        methods.append(SampleMethod(str(name), spec, own_scale))
+        tune = spec.pop("tune", None) or {}
+        if tune and (
+            not isinstance(tune, dict)
+            or len(tune) != 1
+            or any(not isinstance(v, list) or len(v) < 2 or len(set(map(repr, v))) != len(v) for v in tune.values())
+        ):
+            raise ValueError(
+                f"Method {name!r} in {str(path)!r}: tune must map one dotted config path to a list of at least two "
+                f"distinct values (model.init_args.training.lr: [3, 10, 30]), got {tune!r}."
+            )
+        methods.append(SampleMethod(str(name), spec, own_scale, dict(tune)))
     slugs = [m.slug for m in methods]
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"Method names in {str(path)!r} must differ in letters and digits: {slugs}.")
@@ -305,6 +337,72 @@ def settings_of(given: dict, study: Study, flag: Callable[[str], str] = str) -> 
     return settings
 
 
+# ---------------------------------------------------------------------- one search
+@dataclass
+class Track:
+    """One search of the study: a method (or one grid value of a tuned method) at one d.
+
+    Args:
+        label: The name its trials and row carry (``NTK``, or ``NTK [lr = 30]`` for a grid value).
+        slug: Its trials' folder under ``trials/`` (a tuned method's n* reuses its chosen value's).
+        d: The dimension.
+        scaled: The scaled config (before the budget).
+        search: The budget search.
+        split: The set a trial is judged on: ``test`` (n*) or ``val`` (a grid value, tuning).
+        value: The tuned constant's value (a grid value; a tuned method's chosen one, None if none passed).
+        tuned: It is a tuned method's n* search.
+        cap: No budget above this k (a grid value: the best validation k_pass at its d so far).
+    """
+
+    label: str
+    slug: str
+    d: int
+    scaled: dict
+    search: SampleSearch
+    split: str = "test"
+    value: object = None
+    tuned: bool = False
+    cap: int | None = None
+
+    def budget(self) -> int | None:
+        """The next k to try, or None when the search is over (or would pass its cap)."""
+        k = self.search.next_budget()
+        return None if k is None or (self.cap is not None and k > self.cap) else k
+
+
+def new_track(
+    experiment: dict,
+    study: Study,
+    method: SampleMethod,
+    d: int,
+    settings: Settings,
+    *,
+    split: str = "test",
+    value: object = None,
+    label: str | None = None,
+) -> Track:
+    """The search of ``method`` at dimension d (checked: a bad expression or budget raises here)."""
+    scaled = scaled_config(experiment, study, method, d)
+    m = batch_of(scaled, f"method {method.name!r} at d = {d}")
+    if settings.budget == "online":
+        search = SampleSearch(unit=m, k_min=1, k_max=max(1, settings.n_max // m), resolution=settings.resolution)
+    else:
+        if m > settings.n_max:
+            raise ValueError(
+                f"--budget finite: method {method.name!r} at d = {d} has batch m = {m} > --n-max "
+                f"{settings.n_max}: a training set smaller than one batch. Raise --n-max or shrink the "
+                f"batch (data.init_args.batch_size / the study's scale)."
+            )
+        search = SampleSearch(unit=1, k_min=m, k_max=settings.n_max, resolution=settings.resolution)
+    return Track(label or method.name, method.slug, d, scaled, search, split, value)
+
+
+def choose_value(grid: Sequence[Track]) -> Track | None:
+    """The grid value with the smallest validation n* (the first listed on a tie); None if none passed."""
+    found = [t for t in grid if t.search.k_pass is not None]
+    return min(found, key=lambda t: t.search.k_pass * t.search.unit) if found else None
+
+
 # ---------------------------------------------------------------------- one trial
 def scaled_config(experiment: dict, study: Study, method: SampleMethod, d: int) -> dict:
     """The experiment with the study's and the method's overrides, scaled to dimension d."""
@@ -349,28 +447,38 @@ def trial_config(scaled: dict, settings: Settings, n: int, seed: int | None, fol
     return config
 
 
-def passed(metrics: dict, settings: Settings) -> tuple[bool, int]:
+def passed(metrics: dict, settings: Settings, split: str = "test") -> tuple[bool, int]:
     """(whether the trial passes, how many seeds reached the target error); a diverged trial fails.
 
     A run of several seeds stops at the first NaN or infinite loss of any of them, so a
-    diverged trial counts no seed as passing.
+    diverged trial counts no seed as passing. ``split``: the set the error is read on (``val``
+    for a tuned constant's grid, ``test`` for n*).
     """
     if "diverged" in metrics:
         return False, 0
-    errors = [1.0 - acc / 100.0 for acc in metrics["test_acc"]]
+    if metrics.get(f"{split}_acc") is None:
+        raise ValueError(
+            "A tuned method's grid is judged on the validation set, and this trial has none: set "
+            "data.init_args.val_size > 0 in the study's base (the NTK of samples/glasgow_cpu: 4096)."
+        )
+    errors = [1.0 - acc / 100.0 for acc in metrics[f"{split}_acc"]]
     good = sum(e <= settings.target_error + 1e-12 for e in errors)
     return good >= settings.pass_fraction * len(errors) - 1e-9, good
 
 
 # ---------------------------------------------------------------------- outputs
-def write_outputs(out: Path, rows: list[dict], trials: list[dict], settings: Settings, title: str) -> dict:
-    """Write samples.csv, trials.csv, samples.md and the plot; returns the fits by method."""
+def write_outputs(
+    out: Path, rows: list[dict], trials: list[dict], settings: Settings, title: str, tuning: list[dict] | None = None
+) -> dict:
+    """Write samples.csv, trials.csv, samples.md (tuning.csv with a tuned method) and the plot; the fits by method."""
     columns = ["method", "d", "batch_size", "budget", "n_star", "n_fail", "n_pass", "seeds_passing", "seeds", "status"]
+    columns += ["tuned", "edge"]
     with open(out / "samples.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    trial_columns = ["method", "d", "n", "steps", "passed", "seeds_passing", "test_error_mean", "train_acc_mean"]
+    trial_columns = ["method", "d", "n", "split", "steps", "passed", "seeds_passing", "test_error_mean"]
+    trial_columns.append("train_acc_mean")
     with open(out / "trials.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*trial_columns, "seconds"], extrasaction="ignore")
         writer.writeheader()
@@ -408,6 +516,19 @@ def write_outputs(out: Path, rows: list[dict], trials: list[dict], settings: Set
                 f"| {method} | {fit['alpha']:.2f} | {stderr} | [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}] "
                 f"| {fit['points']} |"
             )
+    if tuning:
+        with open(out / "tuning.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(tuning[0]))
+            writer.writeheader()
+            writer.writerows(tuning)
+        lines += ["", "Tuned per d on the validation set (each value's validation n*; the chosen in bold):", ""]
+        lines += ["| method | d | value | validation n* | status |", "|---|---:|---|---:|---|"]
+        for r in tuning:
+            value = f"**{r['value']}**" if r["chosen"] else r["value"]
+            lines.append(f"| {r['method']} | {r['d']} | {value} | {r['val_n_star'] or 'NA'} | {r['status']} |")
+        edges = [f"{r['method']} at d = {r['d']}" for r in rows if r.get("edge")]
+        if edges:
+            lines += ["", f"Chosen at an end of its grid (the optimum may lie beyond): {', '.join(edges)}."]
     (out / "samples.md").write_text("\n".join(lines) + "\n")
     _plot(out, rows, fits, settings, step=len(trials))
     return fits
@@ -546,49 +667,56 @@ def samples(
             )
         methods = [m for m in methods if m.name in only]
     experiment, names = merge_experiment(configs)
+    order = {method.name: position for position, method in enumerate(methods)}
     out = Path(out)
     launcher = launcher or Launcher()
     if launcher.folder is None:
         launcher = replace(launcher, folder=out / "submitit")
     # Every (method, d) is checked before any trial runs: a bad expression or budget stops here.
-    searches: dict[tuple[str, int], tuple[dict, SampleSearch]] = {}
+    tracks: dict[tuple[str, int], Track] = {}  # (method, d) -> the search of its n* (test set)
+    grids: dict[tuple[str, int], list[Track]] = {}  # (tuned method, d) -> one validation search per grid value
     for method in methods:
         for d in settings.dims:
-            scaled = scaled_config(experiment, study, method, d)
-            m = batch_of(scaled, f"method {method.name!r} at d = {d}")
-            if settings.budget == "online":
-                k_max = max(1, settings.n_max // m)
-                search = SampleSearch(unit=m, k_min=1, k_max=k_max, resolution=settings.resolution)
+            if method.tune:
+                (values,) = method.tune.values()
+                grids[(method.name, d)] = [
+                    new_track(experiment, study, method.at(value), d, settings, split="val", value=value)
+                    for value in values
+                ]
             else:
-                if m > settings.n_max:
-                    raise ValueError(
-                        f"--budget finite: method {method.name!r} at d = {d} has batch m = {m} > --n-max "
-                        f"{settings.n_max}: a training set smaller than one batch. Raise --n-max or shrink the "
-                        f"batch (data.init_args.batch_size / the study's scale)."
-                    )
-                search = SampleSearch(unit=1, k_min=m, k_max=settings.n_max, resolution=settings.resolution)
-            searches[(method.name, d)] = (scaled, search)
+                tracks[(method.name, d)] = new_track(experiment, study, method, d, settings)
     out.mkdir(parents=True, exist_ok=True)
-    slugs = {m.name: m.slug for m in methods}
     trial_rows: list[dict] = []
     start = time.perf_counter()
     title = " + ".join(names)
     rows: list[dict] = []
     fits: dict = {}
     while True:
-        round_trials: list[tuple[tuple[str, int], int, Trial]] = []
-        for key, (scaled, search) in searches.items():
-            k = search.next_budget()
-            if k is None:
-                continue
-            n = k * search.unit
-            folder = out / "trials" / slugs[key[0]] / f"d{key[1]}" / f"n{n}"
-            config = trial_config(scaled, settings, n, seed, folder)
-            round_trials.append((key, k, Trial(f"{key[0]} d={key[1]} n={n}", folder, config)))
+        for key, grid in grids.items():  # a tuned method's n* is searched once its grid has chosen
+            cap = min((t.search.k_pass for t in grid if t.search.k_pass is not None), default=None)
+            for track in grid:  # no value needs more budget than the best found so far: it is not better
+                track.cap = cap
+            if key not in tracks and all(t.budget() is None for t in grid):
+                chosen = choose_value(grid)
+                method = next(m for m in methods if m.name == key[0])
+                at = method.at(chosen.value) if chosen is not None else method.at(grid[0].value)
+                tracks[key] = new_track(experiment, study, at, key[1], settings, label=key[0])
+                tracks[key].value = None if chosen is None else chosen.value
+                tracks[key].tuned = True
+        live = [*tracks.values(), *(t for grid in grids.values() for t in grid)]
+        round_trials: list[tuple[Track, int, Trial]] = []
+        for track in live:
+            k = track.budget()
+            if k is None or (track.tuned and track.value is None):
+                continue  # done, or a tuned method whose grid found no value that passes
+            n = k * track.search.unit
+            folder = out / "trials" / track.slug / f"d{track.d}" / f"n{n}"
+            config = trial_config(track.scaled, settings, n, seed, folder)
+            round_trials.append((track, k, Trial(f"{track.label} d={track.d} n={n}", folder, config)))
         if not round_trials:
             break
         results = run_trials(
-            [t for _, _, t in round_trials],
+            list({t.label: t for _, _, t in round_trials}.values()),  # a grid value and its test search may share one
             build,
             launcher,
             overwrite=overwrite,
@@ -596,19 +724,20 @@ def samples(
             log=log,
             divergence_ok=True,  # a budget whose training diverged did not learn: it fails, the search goes on
         )
-        for key, k, trial in round_trials:
+        for track, k, trial in round_trials:
             result = results[trial.label]
-            ok, good = passed(result["metrics"], settings)
-            searches[key][1].record(k, ok)
+            ok, good = passed(result["metrics"], settings, track.split)
+            track.search.record(k, ok)
             metrics = result["metrics"]
             diverged = "diverged" in metrics
-            errors = [1.0 - a / 100.0 for a in metrics.get("test_acc") or []]
+            errors = [1.0 - a / 100.0 for a in metrics.get(f"{track.split}_acc") or []]
             train = metrics.get("train_acc")
             trial_rows.append(
                 {
-                    "method": key[0],
-                    "d": key[1],
-                    "n": k * searches[key][1].unit,
+                    "method": track.label,
+                    "d": track.d,
+                    "n": k * track.search.unit,
+                    "split": track.split,
                     "steps": trial.config["trainer"]["max_steps"] if diverged else metrics["steps"],
                     "passed": int(ok),
                     "seeds_passing": good,
@@ -620,11 +749,12 @@ def samples(
             if diverged:
                 outcome = "diverged -> fail"
             else:
-                target = f"test error <= {settings.target_error:g}"
+                target = f"{track.split} error <= {settings.target_error:g}"
                 outcome = f"{good}/{settings.seeds} seeds at {target} -> {'pass' if ok else 'fail'}"
-            log(f"{trial.label}: {outcome}")
-        rows = _rows(searches, trial_rows, settings)  # the outputs after every round: a long study shows progress
-        fits = write_outputs(out, rows, trial_rows, settings, title)
+            log(f"{trial.label} ({track.split}): {outcome}")
+        ordered = {key: tracks[key] for key in sorted(tracks, key=lambda k: (order[k[0]], k[1]))}
+        rows = _rows(ordered, trial_rows, settings, grids)  # the outputs after every round: a long study shows progress
+        fits = write_outputs(out, rows, trial_rows, settings, title, _tuning_rows(grids, tracks))
     return SampleComplexityResult(out, rows, fits, time.perf_counter() - start)
 
 
@@ -661,20 +791,21 @@ def samples_command(argv: list[str], build: BuildRun) -> SampleComplexityResult:
     return study
 
 
-def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[dict]:
+def _rows(tracks: dict, trial_rows: list[dict], settings: Settings, grids: dict) -> list[dict]:
     rows = []
-    for (method, d), (scaled, search) in searches.items():
-        unit = search.unit
+    for (method, d), track in tracks.items():
+        search, unit = track.search, track.search.unit
         n_pass = "" if search.k_pass is None else search.k_pass * unit
         n_fail = "" if search.k_fail is None else search.k_fail * unit
         seeds_passing = next(
             (t["seeds_passing"] for t in trial_rows if t["method"] == method and t["d"] == d and t["n"] == n_pass), 0
         )
+        grid = [t.value for t in grids.get((method, d), [])]
         rows.append(
             {
                 "method": method,
                 "d": d,
-                "batch_size": batch_of(scaled, method),
+                "batch_size": batch_of(track.scaled, method),
                 "budget": settings.budget,
                 "n_star": n_pass,
                 "n_fail": n_fail,
@@ -682,6 +813,33 @@ def _rows(searches: dict, trial_rows: list[dict], settings: Settings) -> list[di
                 "seeds_passing": seeds_passing,
                 "seeds": settings.seeds,
                 "status": search.status,
+                "tuned": "" if not track.tuned or track.value is None else repr(track.value),
+                "edge": int(bool(grid) and track.value is not None and track.value in (grid[0], grid[-1])),
             }
         )
+    return rows
+
+
+def _tuning_rows(grids: dict, tracks: dict) -> list[dict]:
+    """One row per tuned method, d and grid value: its validation n* and whether it was chosen."""
+    rows = []
+    for (method, d), grid in grids.items():
+        chosen = tracks[(method, d)].value if (method, d) in tracks else None
+        for track in grid:
+            search, unit = track.search, track.search.unit
+            rows.append(
+                {
+                    "method": method,
+                    "d": d,
+                    "value": repr(track.value),
+                    "val_n_star": "" if search.k_pass is None else search.k_pass * unit,
+                    "n_fail": "" if search.k_fail is None else search.k_fail * unit,
+                    "status": search.status
+                    if search.k_pass is not None
+                    else "not better (stopped at the best)"
+                    if track.cap is not None
+                    else search.status,
+                    "chosen": int(chosen is not None and track.value == chosen),
+                }
+            )
     return rows

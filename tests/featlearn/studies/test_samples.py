@@ -358,3 +358,61 @@ def test_samples_called_from_python_is_the_command_s_study(study_run):
     assert result.n_star(row["method"], row["d"]) == (None if row["n_star"] == "" else row["n_star"])
     with pytest.raises(ValueError, match=r"^seeds must be an integer >= 2"):  # named as in Python
         samples(["glasgow_xor"], out, study=study, seeds=1, build=never_build)
+
+
+def test_a_tuned_method_chooses_its_constant_per_d_on_the_validation_set_then_searches_n_star_on_test(tmp_path):
+    """The NTK's rate over a grid, per d: each value's validation n*, the best value's test n*, trials shared."""
+    study = merge_configs(TINY_STUDY, {"dims": [4, 8]})
+    study["methods"] = {
+        "NTK": {
+            "model": {"class_path": "LinearizedTwoLayerNet"},
+            "data": {"init_args": {"val_size": 512}},
+            "tune": {
+                "model.init_args.training.lr": [0.01, 3.0]
+            },  # a rate that cannot learn in the budget, one that can
+        }
+    }
+    argv = ["--config", "glasgow_xor", "--study", str(write_study(tmp_path, study)), "--out", str(tmp_path / "o")]
+    summary = samples_command([*argv, "--n-max", "4096"], build_cli)
+    out = tmp_path / "o"
+    tuning = read_csv(out / "tuning.csv")
+    assert [(r["d"], r["value"], r["chosen"]) for r in tuning] == [
+        ("4", "0.01", "0"),
+        ("4", "3.0", "1"),
+        ("8", "0.01", "0"),
+        ("8", "3.0", "1"),
+    ]
+    for row in summary.rows:  # the chosen value's n*, on the test set; 3.0 is the grid's end: flagged
+        assert row["tuned"] == "3.0" and row["edge"] == 1 and row["status"] in ("found", "at_min")
+        best = next(int(r["val_n_star"]) for r in tuning if r["d"] == str(row["d"]) and r["chosen"] == "1")
+        slow = next(r for r in tuning if r["d"] == str(row["d"]) and r["chosen"] == "0")
+        # The slow rate tries no budget above the best value's: it needs no more to be "not better".
+        assert slow["val_n_star"] == "" and slow["status"] == "not better (stopped at the best)"
+        trials = read_csv(out / "trials.csv")
+        tried = [
+            int(t["n"]) for t in trials if t["method"] == f"NTK [lr = {slow['value']}]" and t["d"] == str(row["d"])
+        ]
+        assert tried and max(tried) <= 2 * best  # the best's first passing budget, at most twice its final n*
+    trials = read_csv(out / "trials.csv")
+    assert {t["split"] for t in trials if t["method"] == "NTK"} == {"test"}
+    assert {t["split"] for t in trials if t["method"].startswith("NTK [lr = ")} == {"val"}
+    # The test search runs in the chosen value's folder: a budget the grid tried is reused, not retrained.
+    assert {p.name for p in (out / "trials").iterdir()} == {"ntk_lr_0_01", "ntk_lr_3_0"}
+    for d in ("4", "8"):
+        val = {t["n"] for t in trials if t["method"] == "NTK [lr = 3.0]" and t["d"] == d}
+        test = {t["n"] for t in trials if t["method"] == "NTK" and t["d"] == d}
+        assert val & test and len(list((out / "trials" / "ntk_lr_3_0" / f"d{d}").glob("n*/result.json"))) == len(
+            val | test
+        )
+    md = (out / "samples.md").read_text()
+    assert "Tuned per d on the validation set" in md and "| NTK | 4 | **3.0** |" in md
+    assert "Chosen at an end of its grid" in md
+    # Without a validation set the grid cannot be judged: one line says what to set.
+    study["methods"]["NTK"]["data"]["init_args"]["val_size"] = 0
+    argv[3] = str(write_study(tmp_path, study))
+    with pytest.raises(ValueError, match="set data.init_args.val_size > 0"):
+        samples_command([*argv[:5], str(tmp_path / "o2")], build_cli)
+    study["methods"]["NTK"]["tune"] = {"model.init_args.training.lr": [3.0]}
+    argv[3] = str(write_study(tmp_path, study))
+    with pytest.raises(ValueError, match="tune must map one dotted config path to a list of at least two"):
+        samples_command([*argv[:5], str(tmp_path / "o3")], never_build)
