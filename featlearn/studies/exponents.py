@@ -4,13 +4,19 @@ The search (:mod:`featlearn.studies.samples`) brackets n* in (n_fail, n_pass] pe
 :func:`fit_exponent` fits the power law log n* = alpha log d + c (the NTK's d^2 against
 the network's d polylog d, Glasgow 2023, Theorem 3.1); :func:`fit_log_power` the form
 n* = C d log^k d; both draw each n* log-uniformly within its bracket in a bootstrap over
-the points. :func:`effective_slope` says which power-law exponent a d polylog d curve shows
-over a finite range of d.
+the points and, given each trial's per-seed outcomes, over the seeds within each d as well
+(n* rests on a share of seeds passing: resampling them moves each bracket).
+:func:`effective_slope` says which power-law exponent a d polylog d curve shows over a
+finite range of d.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+
+#: Per d, every budget tried and which seeds reached the target there: {d: [(n, [passed per seed])]}.
+SeedOutcomes = Mapping[int, Sequence[tuple[int, Sequence[bool]]]]
 
 
 def found_points(rows: list[dict], method: str) -> list[tuple[int, int, int | None]]:
@@ -18,7 +24,13 @@ def found_points(rows: list[dict], method: str) -> list[tuple[int, int, int | No
     return [(r["d"], r["n_pass"], r["n_fail"]) for r in rows if r["method"] == method and r["status"] == "found"]
 
 
-def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+def fit_exponent(
+    points: list[tuple[int, int, int | None]],
+    draws: int = 2000,
+    seed: int = 0,
+    outcomes: SeedOutcomes | None = None,
+    pass_fraction: float = 0.5,
+) -> dict | None:
     r"""Least squares log n* = alpha log d + c, with a bootstrap interval for alpha.
 
     Args:
@@ -26,6 +38,11 @@ def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, s
         draws: Bootstrap resamples: the points are drawn with replacement and each n* is
             drawn log-uniformly in its bracket (n_fail, n_pass] (at n_pass when unbracketed).
         seed: The bootstrap's seed.
+        outcomes: Each d's tried budgets and per-seed results (None: the seeds are not resampled).
+            Given, every draw also resamples the seeds within each drawn d and re-brackets n* among
+            the budgets tried: the smallest that at least ``pass_fraction`` of the drawn seeds pass,
+            and the largest below it that fails (a d none of whose budgets passes drops out of that draw).
+        pass_fraction: The share of seeds a budget needs (the study's).
 
     Returns:
         ``{"alpha", "intercept", "stderr", "ci_low", "ci_high", "points"}`` (stderr None
@@ -35,11 +52,18 @@ def fit_exponent(points: list[tuple[int, int, int | None]], draws: int = 2000, s
 
     if len({d for d, _, _ in points}) < 2:
         return None
-    fit = _bootstrap_line(np.log([d for d, _, _ in points]), points, draws, seed, per_d=lambda d: 0.0)
+    x = np.log([d for d, _, _ in points])
+    fit = _bootstrap_line(x, points, draws, seed, per_d=lambda d: 0.0, outcomes=outcomes, share=pass_fraction)
     return {"alpha": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
 
 
-def fit_log_power(points: list[tuple[int, int, int | None]], draws: int = 2000, seed: int = 0) -> dict | None:
+def fit_log_power(
+    points: list[tuple[int, int, int | None]],
+    draws: int = 2000,
+    seed: int = 0,
+    outcomes: SeedOutcomes | None = None,
+    pass_fraction: float = 0.5,
+) -> dict | None:
     r"""Least squares of the form n* = C d log^k d: log(n*/d) = k log log d + c, with a bootstrap interval for k.
 
     Theorem 3.1's recipe (eta = theta = 1/log d, minibatch m = d/theta, t <= C log d / eta
@@ -56,7 +80,7 @@ def fit_log_power(points: list[tuple[int, int, int | None]], draws: int = 2000, 
     if len({d for d, _, _ in usable}) < 2:
         return None
     log_log_d = np.log(np.log([d for d, _, _ in usable]))
-    fit = _bootstrap_line(log_log_d, usable, draws, seed, per_d=math.log)  # y = log n* - log d
+    fit = _bootstrap_line(log_log_d, usable, draws, seed, per_d=math.log, outcomes=outcomes, share=pass_fraction)
     return {"k": fit["slope"], **{k: v for k, v in fit.items() if k != "slope"}}
 
 
@@ -72,8 +96,25 @@ def effective_slope(dims: list[int], log_form) -> float:
     return float(np.polyfit(x, [log_form(d) for d in dims], 1)[0])
 
 
-def _bootstrap_line(x, points, draws: int, seed: int, per_d) -> dict:
-    """Least squares y = slope x + c with y = log n* - per_d(d), and a bootstrap 95% interval for the slope."""
+def reseeded_bracket(tried: Sequence[tuple[int, Sequence[bool]]], seeds, share: float) -> tuple[int, int] | None:
+    """(n_fail, n_pass) among the tried budgets for the seeds drawn (indices ``seeds``); None if none passes.
+
+    n_pass is the smallest budget that at least ``share`` of the drawn seeds pass, n_fail the
+    largest tried below it that fails (n_pass itself where none below was tried).
+    """
+    need = share * len(seeds) - 1e-9
+    passing = sorted(n for n, ok in tried if sum(bool(ok[j]) for j in seeds) >= need)
+    if not passing:
+        return None
+    below = [n for n, ok in tried if n < passing[0]]
+    return (max(below) if below else passing[0]), passing[0]
+
+
+def _bootstrap_line(x, points, draws: int, seed: int, per_d, outcomes=None, share: float = 0.5) -> dict:
+    """Least squares y = slope x + c with y = log n* - per_d(d), and a bootstrap 95% interval for the slope.
+
+    With ``outcomes``, each draw resamples the seeds within every drawn d too (:func:`reseeded_bracket`).
+    """
     import numpy as np
 
     shift = np.array([per_d(d) for d, _, _ in points])
@@ -87,11 +128,22 @@ def _bootstrap_line(x, points, draws: int, seed: int, per_d) -> dict:
     rng = np.random.default_rng(seed)
     lows = np.log([nf if nf is not None else n for _, n, nf in points]) - shift
     slopes = []
+    dims = [d for d, _, _ in points]
     for _ in range(draws):
         idx = rng.integers(0, len(points), len(points))
+        low, high = lows[idx], log_n[idx]
+        if outcomes is not None:  # the seeds within each drawn d, resampled: the bracket moves with them
+            kept = []
+            for position, i in enumerate(idx):
+                tried = outcomes[dims[i]]
+                bracket = reseeded_bracket(tried, rng.integers(0, len(tried[0][1]), len(tried[0][1])), share)
+                if bracket is not None:
+                    low[position], high[position] = np.log(bracket) - shift[i]
+                    kept.append(position)
+            idx, low, high = idx[kept], low[kept], high[kept]
         if len(set(x[idx])) < 2:
             continue
-        jittered = rng.uniform(lows[idx], log_n[idx])
+        jittered = rng.uniform(low, high)
         slopes.append(np.polyfit(x[idx], jittered, 1)[0])
     low, high = np.percentile(slopes, [2.5, 97.5]) if slopes else (float("nan"), float("nan"))
     return {

@@ -208,7 +208,11 @@ class SampleComplexity:
             results[method] = {"alpha": None if fit is None else [fit["alpha"]]}
             if fit is not None:  # a fitted rate is judged by its interval (featlearn.studies.judgement)
                 results[method]["alpha_interval"] = [fit["ci_low"], fit["ci_high"]]
-            log_powers[method] = power = fit_log_power(found_points(study.rows, method))
+            log_powers[method] = power = fit_log_power(
+                found_points(study.rows, method),
+                outcomes=study.outcomes.get(method),
+                pass_fraction=study.pass_fraction,
+            )
             if power is not None:
                 results[method]["log_power"] = [power["k"]]
                 results[method]["log_power_interval"] = [power["ci_low"], power["ci_high"]]

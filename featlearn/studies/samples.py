@@ -55,8 +55,9 @@ may lie beyond it.
 passing, status), ``trials.csv`` (every trial), ``samples.md`` (the table and the
 fitted exponents), ``samples.png`` and the TensorBoard image ``samples/n_star``
 (``DIR/tensorboard``) with n*(d) per method on log-log axes and the least-squares fit
-log n* = alpha log d + c; alpha's interval is a bootstrap over the points, each drawn
-log-uniformly within its bracket. Each trial's folder
+log n* = alpha log d + c; alpha's interval is a bootstrap over the points and over the
+seeds within each d (the seeds drawn re-bracket n* among the budgets tried: ``seed_errors`` in
+``trials.csv``), each n* drawn log-uniformly within its bracket. Each trial's folder
 ``DIR/trials/<method>/d<d>/n<n>`` holds ``config.yaml`` (``featlearn fit --config`` runs
 it alone) and ``result.json``. A re-run reuses every finished trial whose config is
 unchanged (an interrupted search resumes), and refuses to mix results of a changed
@@ -466,11 +467,33 @@ def passed(metrics: dict, settings: Settings, split: str = "test") -> tuple[bool
     return good >= settings.pass_fraction * len(errors) - 1e-9, good
 
 
+def seed_outcomes(trials: Sequence[dict], method: str, settings: Settings) -> dict[int, list[tuple[int, list[bool]]]]:
+    """Per d, each test-set trial of ``method``: (n, whether each seed reached the target error).
+
+    What the bootstrap over seeds re-brackets n* with (:func:`featlearn.studies.exponents.fit_exponent`);
+    a diverged trial passes no seed.
+    """
+    outcomes: dict[int, dict[int, list[bool]]] = {}
+    for t in trials:
+        if t["method"] != method or t.get("split", "test") != "test":
+            continue
+        if t["seed_errors"] == "diverged":
+            oks = [False] * settings.seeds
+        else:
+            oks = [float(e) <= settings.target_error + 1e-12 for e in t["seed_errors"].split()]
+        outcomes.setdefault(int(t["d"]), {})[int(t["n"])] = oks
+    return {d: sorted(tried.items()) for d, tried in outcomes.items()}
+
+
 # ---------------------------------------------------------------------- outputs
 def write_outputs(
     out: Path, rows: list[dict], trials: list[dict], settings: Settings, title: str, tuning: list[dict] | None = None
 ) -> dict:
-    """Write samples.csv, trials.csv, samples.md (tuning.csv with a tuned method) and the plot; the fits by method."""
+    """Write samples.csv, trials.csv, samples.md (tuning.csv with a tuned method) and the plot; the fits by method.
+
+    Each fit's interval resamples the d-values and the seeds within each d (:func:`seed_outcomes`).
+    """
+    share = settings.pass_fraction
     columns = ["method", "d", "batch_size", "budget", "n_star", "n_fail", "n_pass", "seeds_passing", "seeds", "status"]
     columns += ["tuned", "edge"]
     with open(out / "samples.csv", "w", newline="") as handle:
@@ -478,12 +501,17 @@ def write_outputs(
         writer.writeheader()
         writer.writerows(rows)
     trial_columns = ["method", "d", "n", "split", "steps", "passed", "seeds_passing", "test_error_mean"]
-    trial_columns.append("train_acc_mean")
+    trial_columns += ["train_acc_mean", "seed_errors"]
     with open(out / "trials.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*trial_columns, "seconds"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(trials)
-    fits = {method: fit_exponent(found_points(rows, method)) for method in dict.fromkeys(r["method"] for r in rows)}
+    fits = {
+        method: fit_exponent(
+            found_points(rows, method), outcomes=seed_outcomes(trials, method, settings), pass_fraction=share
+        )
+        for method in dict.fromkeys(r["method"] for r in rows)
+    }
     rule = (
         "online: n = T x m (T steps on fresh batches of m)"
         if settings.budget == "online"
@@ -595,6 +623,10 @@ class SampleComplexityResult:
     rows: list[dict]
     fits: dict[str, dict | None]
     seconds: float
+    #: Method -> each d's tested budgets and per-seed outcomes (what the fits' bootstrap resamples).
+    outcomes: dict[str, dict] = field(default_factory=dict)
+    #: The share of seeds a budget needs (the study's pass_fraction).
+    pass_fraction: float = 0.5
 
     def n_star(self, method: str, d: int) -> int | None:
         """n*(d) of ``method``: the smallest budget found to pass; None where none passed."""
@@ -743,6 +775,7 @@ def samples(
                     "seeds_passing": good,
                     "test_error_mean": "diverged" if diverged else f"{sum(errors) / len(errors):.4f}",
                     "train_acc_mean": "" if not train else f"{sum(train) / len(train):.2f}",
+                    "seed_errors": "diverged" if diverged else " ".join(f"{e:.4f}" for e in errors),
                     "seconds": f"{result['seconds']:.1f}",
                 }
             )
@@ -755,7 +788,10 @@ def samples(
         ordered = {key: tracks[key] for key in sorted(tracks, key=lambda k: (order[k[0]], k[1]))}
         rows = _rows(ordered, trial_rows, settings, grids)  # the outputs after every round: a long study shows progress
         fits = write_outputs(out, rows, trial_rows, settings, title, _tuning_rows(grids, tracks))
-    return SampleComplexityResult(out, rows, fits, time.perf_counter() - start)
+    outcomes = {
+        method: seed_outcomes(trial_rows, method, settings) for method in dict.fromkeys(r["method"] for r in rows)
+    }
+    return SampleComplexityResult(out, rows, fits, time.perf_counter() - start, outcomes, settings.pass_fraction)
 
 
 def samples_command(argv: list[str], build: BuildRun) -> SampleComplexityResult:

@@ -223,6 +223,8 @@ def test_study_writes_its_table_plot_and_trials(study_run):
     rows = read_csv(out / "samples.csv")
     assert [(r["method"], r["d"]) for r in rows] == [("Network", "4"), ("Network", "8"), ("NTK", "4"), ("NTK", "8")]
     trials = read_csv(out / "trials.csv")
+    assert all(len(t["seed_errors"].split()) == 2 and t["split"] == "test" for t in trials)  # what the bootstrap draws
+    assert set(summary.outcomes) == {"Network", "NTK"} and summary.pass_fraction == 0.5
     for row in rows:
         mine = [t for t in trials if t["method"] == row["method"] and t["d"] == row["d"]]
         assert row["status"] in ("found", "at_min")
@@ -416,3 +418,28 @@ def test_a_tuned_method_chooses_its_constant_per_d_on_the_validation_set_then_se
     argv[3] = str(write_study(tmp_path, study))
     with pytest.raises(ValueError, match="tune must map one dotted config path to a list of at least two"):
         samples_command([*argv[:5], str(tmp_path / "o3")], never_build)
+
+
+def test_the_exponents_bootstrap_resamples_the_seeds_within_each_d():
+    """n* rests on a share of seeds: a d whose budgets pass by one seed's margin widens alpha's interval."""
+    from featlearn.studies.exponents import reseeded_bracket
+
+    tried = [(100, [True, False, False, False]), (200, [True, True, False, False]), (400, [True] * 4)]
+    assert reseeded_bracket(tried, [0, 1, 2, 3], 0.5) == (100, 200)
+    assert reseeded_bracket(tried, [0, 0, 0, 0], 0.5) == (100, 100)  # seed 0 passes everywhere: at the smallest
+    assert reseeded_bracket(tried, [2, 3, 2, 3], 0.5) == (200, 400)
+    assert reseeded_bracket([(100, [False, False])], [0, 1], 0.5) is None
+    # Four d on n* = d^2, each bracketed at a ratio 2, with seeds that disagree at the bracket's ends.
+    points, outcomes = [], {}
+    for d in (8, 16, 32, 64):
+        n = d * d
+        points.append((d, n, n // 2))
+        outcomes[d] = [(n // 4, [False] * 4), (n // 2, [True, False, False, False]), (n, [True, True, False, False]),
+                       (2 * n, [True] * 4)]  # fmt: skip
+    plain = fit_exponent(points)
+    reseeded = fit_exponent(points, outcomes=outcomes, pass_fraction=0.5)
+    assert plain["alpha"] == reseeded["alpha"] == pytest.approx(2.0)
+    assert reseeded["ci_high"] - reseeded["ci_low"] > plain["ci_high"] - plain["ci_low"]
+    # Seeds that all agree leave the interval as the points' bootstrap gives it.
+    agree = {d: [(n // 2, [False] * 4), (n, [True] * 4)] for d, n, _ in points}
+    assert fit_exponent(points, outcomes=agree)["ci_low"] == pytest.approx(plain["ci_low"], abs=0.05)
