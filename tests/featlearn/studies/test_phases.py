@@ -186,3 +186,42 @@ def test_the_rates_levels_are_log_d_and_log_log_d():
     assert PHASES["signal_finding"][2](d) == pytest.approx(math.log(d))
     assert PHASES["signal_heavy"][2](d) == pytest.approx(math.log(math.log(d)))
     assert PHASES["learning_time"][2](d) == pytest.approx(np.log(d))
+
+
+# ---------------------------------------------------------------------- Theta forms
+def theta_rows(offset: float = 4.0, noise: float = 0.0) -> list[dict]:
+    """Settings on T_1 = 1.36 log d / eta + offset, eta free of d (8x), three seeds each."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in (32, 64, 128, 256):
+        for eta in (0.02, 0.04, 0.08, 0.16):
+            t1 = 1.36 * math.log(d) / eta + offset
+            seeds = [t1 * (1 + noise * rng.standard_normal()) for _ in range(3)]
+            t2 = 3.16 * math.log(math.log(d)) / eta + 1.72 / eta
+            rows.append(
+                {"method": f"d={d}, eta={eta}, m=2d/theta", "d": d, "eta": eta, "theta": 1 / math.log(d), "steps": 9999,
+                 "seeds": 3, "signal_finding": seeds, "signal_heavy": [t2] * 3, "learning_time": [t1 + t2] * 3}
+            )  # fmt: skip
+    return rows
+
+
+def test_a_theta_form_with_an_offset_is_fitted_with_its_slope_offset_and_rivals():
+    from featlearn.studies.phases import fit_theta_form, theta_lines
+
+    fit = fit_theta_form(theta_rows(), "signal_finding")
+    assert fit["level"] == "log d" and fit["slope"] == pytest.approx(1.36) and fit["offset"] == pytest.approx(4.0)
+    assert fit["rms"] == pytest.approx(0.0, abs=1e-9) and fit["eta_ratio"] == pytest.approx(8.0)
+    # With eta free of d, the rivals miss: no d-dependence (L = 1) and a power of d fit worse than log d.
+    assert min(fit["rivals"]["1"], fit["rivals"]["sqrt d"], fit["rivals"]["log log d"]) > 0.02
+    # T_2's offset scales as 1/eta: its form c log log d / eta + b leaves it in the residual, not in b alone.
+    heavy = fit_theta_form(theta_rows(), "signal_heavy")
+    assert heavy["level"] == "log log d" and heavy["slope"] > 0 and heavy["rms"] > 0
+    noisy = fit_theta_form(theta_rows(noise=0.05), "signal_finding")
+    assert noisy["slope_low"] < 1.36 < noisy["slope_high"] and noisy["offset_low"] < noisy["offset_high"]
+    lines = theta_lines(theta_rows())
+    assert any(line.startswith("| Signal finding, T_1 (Lemma 4.1) | log d | 1.360 |") for line in lines)
+    # With eta tied to theta = 1/log d, L = 1 fits as well as log d: the table shows it (8x is not reached).
+    tied = [r for r in theta_rows() if r["eta"] == 0.02]
+    for r in tied:
+        r["eta"] = 0.5 / math.log(r["d"])
+    assert fit_theta_form(tied, "signal_finding") is None or fit_theta_form(tied, "signal_finding")["eta_ratio"] < 2

@@ -73,6 +73,8 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
     settings = {m.name for m in load_methods(resolve_config(phases.methods))}
     for scale in SCALES:  # every scale's settings exist, with two d and two eta at least (the fit needs them)
         assert set(phases.only[scale]) <= settings and len(phases.only[scale]) >= 4
+        etas = {float(n.split("eta=")[1].split(",")[0]) for n in phases.only[scale]}
+        assert scale == "smoke" or max(etas) / min(etas) >= 8  # eta varies 8x, free of d (issue 47)
         fitted = [n.split(", eta=") for n in phases.only[scale] if not n.endswith("eta=2 theta")]  # eta <= theta
         assert len(fitted) >= 4 and len({d for d, _ in fitted}) >= 2 and len({eta for _, eta in fitted}) >= 2
     for name in PHASES.values():
@@ -90,9 +92,14 @@ def test_every_phase_setting_follows_theorem_3_1_s_recipe():
         data, model = method.overrides["data"]["init_args"], method.overrides["model"]["init_args"]
         d, theta = data["dim"], model["init"]["scale"]
         assert theta == pytest.approx(1 / math.log(d), abs=1e-4), method.name
-        assert data["batch_size"] >= d / theta and data["batch_size"] < 2 * d / theta  # the power of 2 above d/theta
-        factor = {"theta/2": 0.5, "theta": 1.0, "2 theta": 2.0}[method.name.split("eta=")[1]]
-        assert model["training"]["lr"] == pytest.approx(factor * theta, abs=1e-4), method.name
+        if method.name.endswith(", m=2d/theta"):  # eta free of d (8x, <= theta), the batch a fixed multiple of d/theta
+            assert data["batch_size"] == math.ceil(2 * d * math.log(d))
+            assert model["training"]["lr"] in (0.02, 0.04, 0.08, 0.16) and model["training"]["lr"] <= theta
+            assert method.name == f"d={d}, eta={model['training']['lr']}, m=2d/theta"
+        else:
+            assert data["batch_size"] >= d / theta and data["batch_size"] < 2 * d / theta  # the power of 2 above
+            factor = {"theta/2": 0.5, "theta": 1.0, "2 theta": 2.0}[method.name.split("eta=")[1]]
+            assert model["training"]["lr"] == pytest.approx(factor * theta, abs=1e-4), method.name
         assert method.name.startswith(f"d={d}, ")
         steps = method.overrides["trainer"]["max_steps"]
         assert steps >= (3 * math.log(d) + 8 * math.log(math.log(d))) / model["training"]["lr"] - 1
