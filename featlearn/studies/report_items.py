@@ -33,7 +33,7 @@ from typing import Protocol
 from featlearn.config_files import resolve_config
 from featlearn.studies.calibration import calibrate, calibration_methods
 from featlearn.studies.compare import Comparison, compare
-from featlearn.studies.exponents import effective_slope, fit_log_power, found_points
+from featlearn.studies.exponents import effective_slope, fit_exponent, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings, theta_lines
 from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings, judgement_rules
@@ -371,25 +371,60 @@ def sample_complexity_lines(outcome: dict) -> list[str]:
             f"The exponent alpha a power-law fit over d = {dims[0]} ... {dims[-1]} sees in each claimed form "
             f"(least squares of log f(d) against log d): {slopes}.",
         ]
+    lines += batch_share_lines(outcome["rows"])
     lines += [
         "",
         "n* against the rates of Theorem 3.1 (d log^2 d) and of the NTK (d^2 log d): a ratio that stays flat or "
-        "falls as d grows is within that rate.",
+        "falls as d grows is within that rate. A tuned method's rate at each d is the one its validation set chose "
+        "(the study's tuning.csv lists every value's).",
         "",
-        "| Method | d | n* | n* / (d log^2 d) | n* / (d^2 log d) | status |",
-        "|---|---:|---:|---:|---:|---|",
+        "| Method | d | n* | n* / (d log^2 d) | n* / (d^2 log d) | status | tuned |",
+        "|---|---:|---:|---:|---:|---|---|",
     ]
     for row in outcome["rows"]:
         d, n_star = row["d"], row["n_star"]
+        tuned = (row.get("tuned") or "") + (" (grid's end)" if row.get("edge") else "")
         if n_star == "":
-            lines.append(f"| {row['method']} | {d} | NA |  |  | {row['status']} |")
+            lines.append(f"| {row['method']} | {d} | NA |  |  | {row['status']} | {tuned} |")
             continue
         log_d = math.log(d)
         lines.append(
             f"| {row['method']} | {d} | {n_star} | {n_star / (d * log_d**2):.2f} | {n_star / (d**2 * log_d):.3f} "
-            f"| {row['status']} |"
+            f"| {row['status']} | {tuned} |"
         )
     return lines
+
+
+def batch_share_lines(rows: list[dict]) -> list[str]:
+    """How much of each method's alpha its imposed minibatch m(d) accounts for: n* = T* m, so alpha = alpha_T + alpha_m.
+
+    alpha_m is the least-squares slope of log m against log d over the bracketed d; alpha_T the
+    exponent of the steps T* = n*/m (:func:`fit_exponent` on the brackets divided by m).
+    """
+    lines = []
+    for method in dict.fromkeys(row["method"] for row in rows):
+        found = [r for r in rows if r["method"] == method and r["status"] == "found"]
+        if len({r["d"] for r in found}) < 2:
+            continue
+        batch = effective_slope(
+            [r["d"] for r in found], lambda d, m={r["d"]: r["batch_size"] for r in found}: math.log(m[d])
+        )
+        steps = fit_exponent([(r["d"], r["n_pass"] / r["batch_size"], r["n_fail"] / r["batch_size"]) for r in found])
+        lines.append(
+            f"| {method} | {batch:.2f} | {steps['alpha']:.2f} | [{steps['ci_low']:.2f}, {steps['ci_high']:.2f}] |"
+        )
+    if not lines:
+        return []
+    return [
+        "",
+        "What the imposed minibatch accounts for: n* = T* m, so alpha is the batch's exponent alpha_m (m = the "
+        "study's batch rule, its least-squares slope over these d) plus the steps' exponent alpha_T (T* = n*/m, "
+        "the same bootstrap over the points):",
+        "",
+        "| Method | alpha_m (the batch) | alpha_T (the steps) | 95% bootstrap interval |",
+        "|---|---:|---:|---|",
+        *lines,
+    ]
 
 
 def _tuned_values(folder: Path) -> dict[str, dict]:

@@ -1,3 +1,5 @@
+import pytest
+
 """The report items' measurements read from a compare folder's TensorBoard events."""
 
 from torch.utils.tensorboard import SummaryWriter
@@ -31,3 +33,23 @@ def test_the_loss_figure_draws_each_methods_training_loss_and_nothing_where_none
     assert drawn == target and target.stat().st_size > 1000  # a drawn PNG, not an empty file
     nothing = loss_curves(tmp_path, ["RF"], tmp_path / "figures" / "none.png", "training loss")
     assert nothing is None and not (tmp_path / "figures" / "none.png").exists()
+
+
+def test_the_batch_share_of_alpha_splits_n_star_into_the_batch_and_the_steps():
+    import math
+
+    from featlearn.studies.exponents import fit_exponent
+    from featlearn.studies.report_items import batch_share_lines
+
+    rows = []
+    for d in (8, 16, 32, 64, 128):
+        m = math.ceil(d * math.log(d))
+        steps = 4 * d  # n* = 4 d m: the steps' exponent 1, the batch's about 1.3
+        rows.append({"method": "Network", "d": d, "batch_size": m, "n_star": steps * m, "n_pass": steps * m,
+                     "n_fail": (steps - 1) * m, "status": "found"})  # fmt: skip
+    lines = batch_share_lines(rows)
+    (row,) = [line for line in lines if line.startswith("| Network |")]
+    batch, steps = (float(cell) for cell in row.split("|")[2:4])
+    alpha = fit_exponent([(r["d"], r["n_pass"], r["n_fail"]) for r in rows])["alpha"]
+    assert steps == pytest.approx(1.0, abs=0.02) and batch == pytest.approx(alpha - steps, abs=0.02)
+    assert batch_share_lines(rows[:1]) == []  # one d: nothing to split
