@@ -1,7 +1,7 @@
-import pytest
 
 """The report items' measurements read from a compare folder's TensorBoard events."""
 
+import pytest
 from torch.utils.tensorboard import SummaryWriter
 
 from featlearn.studies.report_items import loss_curves, steps_to_accuracy
