@@ -427,6 +427,7 @@ def test_the_shipped_paper_table_holds_tables_1_to_5_as_published():
     # kept-initialisation prediction) against the published row they copy, number for number.
     for (setting, method), row in tables.items():
         if method not in paper_methods:
+            setting = setting.replace(" weighted (T4)", " (T4)")  # featlearn's weighted-loss variant of Table 4's row
             stem, table = setting.split(" One Step kept ") if " One Step kept " in setting else (setting, "")
             (source,) = {s for s, m in tables if m == "NTK" and s.startswith(stem) and s.endswith(table)}
             published = numbers[source, method.split(" (")[0]]
