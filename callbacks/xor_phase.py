@@ -172,6 +172,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         "_first_reach",
         "heavy_sets",
         "heavy_tracks",
+        "boundary_stats",
+        "margin_stats",
     )
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
@@ -217,6 +219,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.heavy_sets: list[list[bool] | None] = []
         #: Each member's (step, mean ||w_sig|| on S, mass share outside S) from its boundary step on.
         self.heavy_tracks: list[list[tuple[int, float, float]]] = []
+        #: Each member's Lemma 4.1 quantity at its boundary step: {"off_signal_sq": E ||w_perp + w_opp||^2}.
+        self.boundary_stats: list[dict | None] = []
+        #: Each member's Lemma 4.4 quantities at its margin step: {"gamma_ratio", "balance"}.
+        self.margin_stats: list[dict | None] = []
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -229,6 +235,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         if len(self.heavy_sets) != pl_module.ensemble_size:
             self.heavy_sets = [None] * pl_module.ensemble_size
             self.heavy_tracks = [[] for _ in range(pl_module.ensemble_size)]
+        if len(self.boundary_stats) != pl_module.ensemble_size:
+            self.boundary_stats = [None] * pl_module.ensemble_size
+            self.margin_stats = [None] * pl_module.ensemble_size
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
         wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
         # Each picture lands on the nearest step the diagnostics run at anyway.
@@ -250,13 +259,14 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         truth = self.data_model.ground_truth()
         w, a = pl_module.first_layer_features(), pl_module.output_weights()  # (S, p, d), (S, p) or None
         metrics: dict[str, Tensor] = {}
-        coverage = None
+        coverage = balance = comp = None
         if w is not None and a is not None:
             mu_1, mu_2 = truth.mu_1.to(w.device, w.dtype), truth.mu_2.to(w.device, w.dtype)
             comp = neuron_components(w, a, mu_1, mu_2)
             for name in ("sig", "opp", "perp"):
                 metrics.update(self._summary_stats(f"w_{name}", comp[name]))
-            metrics.update(self._summary_stats("balance", a.abs() / comp["norm"].clamp_min(1e-30)))
+            balance = a.abs() / comp["norm"].clamp_min(1e-30)  # (S, p): |a_w| / ||w||
+            metrics.update(self._summary_stats("balance", balance))
             heavy = signal_heavy(comp, self.signal_heavy_ratio)  # (S, p)
             metrics["phase/signal_heavy_frac"] = heavy.to(torch.float64).mean()
             coverage = cluster_coverage(heavy, comp["cluster"])  # (S, 4)
@@ -278,6 +288,12 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         for s, hit in enumerate((gamma_min >= self.margin_target).tolist()):
             if hit and self.margin_steps[s] is None:
                 self.margin_steps[s] = step
+                # Lemma 4.4 keeps the clusters' margins balanced (gamma_max / gamma_min bounded) and the
+                # neurons near |a_w| = ||w|| (Section 4.1): both read where the phase ends.
+                self.margin_stats[s] = {
+                    "gamma_ratio": float(gamma[s].max() / gamma[s].min().clamp_min(1e-30)),
+                    "balance": None if balance is None else float(balance[s].to(torch.float64).mean()),
+                }
                 tag = "phase/margin_step" if gamma.shape[0] == 1 else f"phase_members/margin_step_{s}"
                 metrics[tag] = torch.tensor(float(step))
 
@@ -297,6 +313,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         for s, hit in enumerate(reached.tolist()):
             if hit and self.boundary_steps[s] is None:
                 self.boundary_steps[s] = step
+                # Lemma 4.1's conclusion: E ||w_perp + w_opp||^2 <= theta at the end of signal finding
+                # (w_perp and w_opp are orthogonal, so the squared norm is their squares' sum).
+                off = comp["perp"][s].to(torch.float64) ** 2 + comp["opp"][s].to(torch.float64) ** 2
+                self.boundary_stats[s] = {"off_signal_sq": float(off.mean())}
                 tag = "phase/boundary_step" if len(reached) == 1 else f"phase_members/boundary_step_{s}"
                 metrics[tag] = torch.tensor(float(step))
                 self.heavy_sets[s] = heavy[s].tolist()
@@ -411,7 +431,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         ``boundary_step`` and ``margin_step`` are None where not reached; ``final_gamma_min``
         is gamma_min at the last cadence step (the run's last step). ``heavy_growth`` and
         ``outside_mass_change`` (see the class) are None where the signal-heavy phase has
-        fewer than three cadence steps.
+        fewer than three cadence steps. ``off_signal_sq_at_boundary`` is Lemma 4.1's
+        E ||w_perp + w_opp||^2 over the neurons at the boundary step (the lemma: <= theta);
+        ``gamma_ratio_at_margin`` (gamma_max / gamma_min) and ``balance_at_margin`` (mean
+        |a_w| / ||w||) are read at the margin step; each None where the step was not reached.
         """
         growth, change = [], []
         for s, track in enumerate(self.heavy_tracks):
@@ -419,12 +442,18 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             window = [point for point in track if end is None or point[0] <= end]
             growth.append(growth_evidence([t for t, _, _ in window], [g for _, g, _ in window]))
             change.append(window[-1][2] - window[0][2] if len(window) >= 3 else None)
+        def stat(records: list[dict | None], key: str) -> list[float | None]:
+            return [None if r is None else r.get(key) for r in records]
+
         return {
             "boundary_step": list(self.boundary_steps),
             "margin_step": list(self.margin_steps),
             "final_gamma_min": list(self.last_gamma_min),
             "heavy_growth": growth,
             "outside_mass_change": change,
+            "off_signal_sq_at_boundary": stat(self.boundary_stats, "off_signal_sq"),
+            "gamma_ratio_at_margin": stat(self.margin_stats, "gamma_ratio"),
+            "balance_at_margin": stat(self.margin_stats, "balance"),
         }
 
     def summary(self) -> str:

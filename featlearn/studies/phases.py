@@ -93,9 +93,47 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
                     float(m - b) for b, m in zip(boundary, margin, strict=True) if b is not None and m is not None
                 ],
                 "learning_time": [float(m) for m in margin if m is not None],
+                # Lemmas 4.1 and 4.4's quantities per seed that reached the step (XORPhaseDiagnostics)
+                **{key: [float(v) for v in metrics.get(key) or [] if v is not None] for key in LEMMA_QUANTITIES},
             }
         )
     return rows
+
+
+#: XORPhaseDiagnostics' per-seed quantities of Lemmas 4.1 and 4.4: key -> the table's heading.
+LEMMA_QUANTITIES = {
+    "off_signal_sq_at_boundary": "E ||w_perp + w_opp||^2 at T_1",
+    "gamma_ratio_at_margin": "gamma_max / gamma_min at t",
+    "balance_at_margin": "|a| / ||w|| at t",
+}
+
+
+def lemma_lines(rows: list[dict]) -> list[str]:
+    """Markdown: Lemma 4.1's E ||w_perp + w_opp||^2 at T_1 against theta, Lemma 4.4's balances at the margin step."""
+    if not any(r.get(key) for r in rows for key in LEMMA_QUANTITIES):
+        return []
+    lines = [
+        "Lemma 4.1 ends signal finding with E ||w_perp + w_opp||^2 <= theta (the mean over neurons at each seed's "
+        "T_1; the ratio to theta must stay at or below 1), and Section 4.1 keeps the clusters' margins balanced "
+        "and each neuron near |a_w| = ||w|| (read at each seed's margin step t): mean ± std over the seeds that "
+        "reached the step.",
+        "",
+        "| Setting | d | eta | " + " | ".join(LEMMA_QUANTITIES.values()) + " | its ratio to theta |",
+        "|---|---:|---:|" + "---:|" * (len(LEMMA_QUANTITIES) + 1),
+    ]
+    for r in rows:
+        cells = []
+        for key in LEMMA_QUANTITIES:
+            values = r.get(key) or []
+            cells.append(
+                "not reached"
+                if not values
+                else f"{np.mean(values):.3g}" + (f" ± {np.std(values, ddof=1):.2g}" if len(values) > 1 else "")
+            )
+        off = r.get("off_signal_sq_at_boundary") or []
+        ratio = f"{np.mean(off) / r['theta']:.2f}" if off and r.get("theta") else ""
+        lines.append(f"| {r['method']} | {r['d']} | {r['eta']:.4g} | " + " | ".join(cells) + f" | {ratio} |")
+    return lines
 
 
 def _least_squares(rows: list[dict], lengths: list[np.ndarray], rate) -> np.ndarray:

@@ -35,7 +35,14 @@ from featlearn.studies.calibration import calibrate, calibration_methods
 from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import effective_slope, fit_exponent, fit_log_power, found_points
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
-from featlearn.studies.phases import phase_lines, phase_plot, phase_results, phase_settings, theta_lines
+from featlearn.studies.phases import (
+    lemma_lines,
+    phase_lines,
+    phase_plot,
+    phase_results,
+    phase_settings,
+    theta_lines,
+)
 from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings, judgement_rules
 from featlearn.studies.samples import samples
 from featlearn.studies.trials import BuildRun
@@ -180,7 +187,8 @@ class Phases(ComparisonTable):
         return {**outcome, "results": cells, "settings": settings, "fits": fits, "tuned": {}}
 
     def lines(self, outcome: dict) -> list[str]:  # noqa: D102
-        return ["", *phase_lines(outcome["settings"], outcome["fits"]), "", *theta_lines(outcome["settings"])]
+        settings = outcome["settings"]
+        return ["", *phase_lines(settings, outcome["fits"]), "", *theta_lines(settings), "", *lemma_lines(settings)]
 
     def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
         title = f"{item.id}: each phase's length x eta against its rate's L(d)"

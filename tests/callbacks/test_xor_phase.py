@@ -118,7 +118,10 @@ def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_th
     cb = XORPhaseDiagnostics(points_per_decade=40, margin_target=1.0, pictures_per_decade=0)
     fit(model, dm, 200, callbacks=[cb])
     results = cb.member_results()
-    assert set(results) == {"boundary_step", "margin_step", "final_gamma_min", "heavy_growth", "outside_mass_change"}
+    assert set(results) == {
+        "boundary_step", "margin_step", "final_gamma_min", "heavy_growth", "outside_mass_change",
+        "off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin",
+    }  # fmt: skip
     by_step = {h["step"]: h for h in cb.history}
     for s, (boundary, margin) in enumerate(zip(results["boundary_step"], results["margin_step"], strict=True)):
         assert boundary is not None and margin is not None and boundary < margin < 200
@@ -139,6 +142,12 @@ def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_th
         assert results["heavy_growth"][s] == growth_evidence([p[0] for p in window], [p[1] for p in window])
         assert results["outside_mass_change"][s] == pytest.approx(window[-1][2] - window[0][2])
     assert "phase/heavy_w_sig_mean" in by_step[max(cb.boundary_steps)]
+    # Lemma 4.1's E ||w_perp + w_opp||^2 at each member's boundary, Lemma 4.4's balance at its margin step:
+    # what the logged mean of the components and of |a| / ||w|| give there, member by member.
+    for s in range(2):
+        assert results["off_signal_sq_at_boundary"][s] > 0 and 1.0 <= results["gamma_ratio_at_margin"][s] < 100
+        assert 0 < results["balance_at_margin"][s] < 10
+    assert cb.boundary_stats[0]["off_signal_sq"] == results["off_signal_sq_at_boundary"][0]
     assert "phase/outside_mass_frac" not in by_step[0]  # no heavy set before the boundary
 
 

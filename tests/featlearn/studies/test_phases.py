@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 import yaml
 
-from featlearn.studies.phases import PHASES, fit_phase, phase_lines, phase_plot, phase_results, phase_settings
+from featlearn.studies.phases import (
+    PHASES,
+    fit_phase,
+    lemma_lines,
+    phase_lines,
+    phase_plot,
+    phase_results,
+    phase_settings,
+)
 
 
 def slug(name: str) -> str:
@@ -33,10 +41,23 @@ def test_phase_settings_reads_d_eta_theta_and_each_seeds_lengths_from_the_method
         tmp_path, "d=32, w", 32, 90, {"training": {"lr": 0.5, "lr_w": 0.25}}
     )  # no init scale: theta = 1 / log d
     results = {
-        "d=16, eta=theta": {"boundary_step": [10, None, 12], "margin_step": [30, 40, None]},
+        "d=16, eta=theta": {
+            "boundary_step": [10, None, 12],
+            "margin_step": [30, 40, None],
+            "off_signal_sq_at_boundary": [0.1, None, 0.3],
+            "gamma_ratio_at_margin": [1.5, 2.5, None],
+            "balance_at_margin": [1.0, 1.2, None],
+        },
         "d=32, w": {"boundary_step": [7, 8], "margin_step": [20, 21]},
     }
     rows = phase_settings(tmp_path, results, slug)
+    quantities = ("off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin")
+    assert [rows[0].pop(k) for k in quantities] == [[0.1, 0.3], [1.5, 2.5], [1.0, 1.2]]  # seeds that reached it
+    assert [rows[1].pop(k) for k in quantities] == [[], [], []]  # a run without them: none
+    lines = lemma_lines([{**rows[0], "off_signal_sq_at_boundary": [0.1, 0.3], "gamma_ratio_at_margin": [2.0],
+                          "balance_at_margin": []}])  # fmt: skip
+    assert lines[-1] == "| d=16, eta=theta | 16 | 0.36 | 0.2 ± 0.14 | 2 | not reached | 0.56 |"  # 0.2 / 0.36
+    assert lemma_lines([rows[1]]) == []
     assert rows == [
         {
             "method": "d=16, eta=theta",
