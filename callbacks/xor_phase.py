@@ -2,6 +2,8 @@ r"""Phase diagnostics for the XOR problem (Glasgow 2023, Table 1 and Section 4).
 
 from __future__ import annotations
 
+import math
+
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.utilities import rank_zero_info
@@ -14,6 +16,10 @@ from featlearn.validation import check_int, check_number, is_number
 
 #: The four cluster directions, in the order used for margins and coverage.
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
+
+
+#: Section 4.2's tau = sqrt(2)/4: -w_sig . grad ~ |a_w l'(mu)| tau for a signal-heavy neuron.
+TAU = math.sqrt(2) / 4
 
 
 def neuron_components(w: Tensor, a: Tensor, mu_1: Tensor, mu_2: Tensor) -> dict[str, Tensor]:
@@ -174,6 +180,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         "heavy_tracks",
         "boundary_stats",
         "margin_stats",
+        "rate_tracks",
     )
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
@@ -223,6 +230,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.boundary_stats: list[dict | None] = []
         #: Each member's Lemma 4.4 quantities at its margin step: {"gamma_ratio", "balance"}.
         self.margin_stats: list[dict | None] = []
+        #: Each member's (step, eta tau |l'|) from its boundary step on: Section 4.2's predicted log-rate of S.
+        self.rate_tracks: list[list[tuple[int, float]]] = []
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -238,6 +247,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         if len(self.boundary_stats) != pl_module.ensemble_size:
             self.boundary_stats = [None] * pl_module.ensemble_size
             self.margin_stats = [None] * pl_module.ensemble_size
+            self.rate_tracks = [[] for _ in range(pl_module.ensemble_size)]
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
         wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
         # Each picture lands on the nearest step the diagnostics run at anyway.
@@ -321,7 +331,31 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 metrics[tag] = torch.tensor(float(step))
                 self.heavy_sets[s] = heavy[s].tolist()
         metrics.update(self._track_heavy_sets(comp, step))
+        self._track_rates(comp, g, pl_module, step)
         return metrics
+
+    def _track_rates(self, comp: dict[str, Tensor], g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
+        """Record Section 4.2's predicted log-rate of ||w_sig|| on each member's S: eta tau |l'(mu)|.
+
+        Item 1 of Section 4.2: -w_sig . grad ~ |a_w l'(mu)| tau with tau = sqrt(2)/4, and |a_w| ~ ||w|| on S,
+        so a neuron of S grows by the factor 1 + eta tau |l'(mu)| a step, mu its cluster; the rate recorded is
+        the mean over S of eta tau |l'| at each neuron's cluster (g: (S, 4), in CLUSTERS' order), eta the
+        first layer's rate of the next update.
+        """
+        if all(members_set is None for members_set in self.heavy_sets):
+            return
+        # The rate of the update that follows this cadence step (updates count from 1); None: no first-layer group.
+        eta = pl_module.scheduled_values(step + 1).get("lr_w")
+        if eta is None:
+            return
+        for s, members_set in enumerate(self.heavy_sets):
+            if members_set is None:
+                continue
+            in_s = torch.tensor(members_set, device=g.device)  # (p,)
+            if not bool(in_s.any()):
+                continue
+            served = g[s][comp["cluster"][s][in_s]]  # (|S|,): |l'| at each neuron's cluster
+            self.rate_tracks[s].append((step, float(eta) * TAU * float(served.to(torch.float64).mean())))
 
     def _track_heavy_sets(self, comp: dict[str, Tensor], step: int) -> dict[str, Tensor]:
         """Record, for every member with a heavy set S, mean ||w_sig|| on S and the mass share outside S."""
@@ -454,7 +488,25 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             "off_signal_sq_at_boundary": stat(self.boundary_stats, "off_signal_sq"),
             "gamma_ratio_at_margin": stat(self.margin_stats, "gamma_ratio"),
             "balance_at_margin": stat(self.margin_stats, "balance"),
+            "growth_rate_ratio": [self._rate_ratio(s) for s in range(len(self.heavy_tracks))],
         }
+
+    def _rate_ratio(self, s: int) -> float | None:
+        """Member s's measured log-growth of ||w_sig|| on S over its window, over the predicted sum of eta tau |l'|.
+
+        The window runs from the boundary step to the margin step (or the run's end); the prediction is the
+        trapezoid sum of the recorded rates over the same steps. 1: Section 4.2's exponential rate; a linear
+        growth (Remark 4.3's frozen second layer) falls below it as ||w_sig|| grows. None with fewer than three
+        cadence steps in the window.
+        """
+        end = self.margin_steps[s] if s < len(self.margin_steps) else None
+        track = [p for p in self.heavy_tracks[s] if end is None or p[0] <= end]
+        rates = [p for p in (self.rate_tracks[s] if s < len(self.rate_tracks) else []) if end is None or p[0] <= end]
+        if len(track) < 3 or len(rates) < 3 or not (track[0][1] > 0 and track[-1][1] > 0):
+            return None
+        predicted = sum((t2 - t1) * (r1 + r2) / 2 for (t1, r1), (t2, r2) in zip(rates, rates[1:], strict=False))
+        measured = math.log(track[-1][1] / track[0][1])
+        return measured / predicted if predicted > 0 else None
 
     def summary(self) -> str:
         """A short text summary of the run's phases (also printed at the end of fit)."""

@@ -342,6 +342,9 @@ class Learner(Protocol):
     def output_weights(self) -> Tensor | None:
         """The second-layer weights a (S, p) on those neurons; None without them."""
 
+    def scheduled_values(self, step: int) -> dict[str, float]:
+        """The hyperparameters in effect at ``step`` by log name (``lr_w``, ``weight_decay_a``, ...)."""
+
 
 @runtime_checkable
 class MarginLearner(Protocol):

@@ -46,6 +46,7 @@ COLUMNS = (
     ("margin", "margin_step", "gamma_min reaches its target (step)", 1),
     ("gamma", "final_gamma_min", "gamma_min at the end", 3),
     ("growth", "heavy_growth", "Growth of ||w_sig|| on S: log(RSS lin / RSS exp)", 2),
+    ("growth_rate", "growth_rate_ratio", "log-growth of ||w_sig|| on S / sum of eta tau |l'| (Section 4.2)", 2),
     ("outside_mass", "outside_mass_change", "Mass share outside S: change over the phase", 3),
     ("exp_log", "log_exponent", "Exponent of L(d)", 2),
     ("exp_eta", "eta_exponent", "Exponent of eta", 2),

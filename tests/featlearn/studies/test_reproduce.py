@@ -67,7 +67,7 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
     assert [item.kind for item in plan.items] == ["samples", "samples", "phases", "compare"]
     assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
     assert set(judgement_rules("glasgow2023")["tolerances"]) == {
-        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "outside_mass", "test"
+        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "growth_rate", "outside_mass", "test"
     }  # fmt: skip
     phases, remarks = plan.items[2], plan.items[3]
     settings = {m.name for m in load_methods(resolve_config(phases.methods))}
@@ -676,8 +676,11 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     assert cells["Remarks 2.1 and 4.3", frozen, "growth"].relation == "<"
     assert cells["Remarks 2.1 and 4.3", frozen, "outside_mass"].relation == ">"
     assert cells["Remarks 2.1 and 4.3", "Network", "growth"].relation == ">"
+    assert cells["Remarks 2.1 and 4.3", "Network", "growth_rate"].relation == "="  # Section 4.2's rate: 1
+    assert cells["Remarks 2.1 and 4.3", frozen, "growth_rate"].relation == "<"
     text = (out / "report.md").read_text()
     assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
+    assert "Theta forms, T = c L(d)/eta + b" in text and "E ||w_perp + w_opp||^2 at T_1" in text
     figures = out / "figures"
     assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
     assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
