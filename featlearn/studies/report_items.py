@@ -37,6 +37,7 @@ from featlearn.studies.exponents import effective_slope, fit_exponent, fit_log_p
 from featlearn.studies.methods import DEFAULT_METHODS, Method, MethodNotApplicable, load_methods
 from featlearn.studies.phases import (
     lemma_lines,
+    loss_lines,
     phase_lines,
     phase_plot,
     phase_results,
@@ -188,7 +189,16 @@ class Phases(ComparisonTable):
 
     def lines(self, outcome: dict) -> list[str]:  # noqa: D102
         settings = outcome["settings"]
-        return ["", *phase_lines(settings, outcome["fits"]), "", *theta_lines(settings), "", *lemma_lines(settings)]
+        return [
+            "",
+            *phase_lines(settings, outcome["fits"]),
+            "",
+            *theta_lines(settings),
+            "",
+            *lemma_lines(settings),
+            "",
+            *loss_lines(settings),
+        ]
 
     def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
         title = f"{item.id}: each phase's length x eta against its rate's L(d)"

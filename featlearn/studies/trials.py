@@ -348,7 +348,8 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     """Train one trial's ensemble with ``featlearn fit`` and measure it per seed.
 
     Returns:
-        ``{"train_acc": [...] | None, "test_acc": [...], "val_acc": [...] | None, "cos_similarity": [...] | None,
+        ``{"train_acc": [...] | None, "test_acc": [...], "test_loss": [...], "val_acc": [...] | None,
+        "cos_similarity": [...] | None,
         "train_majority": [...] | None, "test_majority": [...],
         "centre_coverage": [...] | None, "degenerate": [...] | None, "steps": int}`` with one
         value per member (per seed; a grid ensemble's G K members point by point), accuracies
@@ -397,8 +398,9 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     model.to(trainer.strategy.root_device).eval()
     chunk = data.eval_batch_size
     test_x, test_y = data.eval_set("test")
-    _, test_error = model.evaluate_dataset(test_x, test_y, chunk=chunk)
+    test_loss, test_error = model.evaluate_dataset(test_x, test_y, chunk=chunk)
     result: dict = {"steps": int(trainer.global_step), "test_acc": (100.0 * (1.0 - test_error)).tolist()}
+    result["test_loss"] = test_loss.tolist()  # the training loss on the test set (Theorem 3.1's population loss)
     result["test_majority"] = majority_rate(test_y)
     result["val_acc"] = None
     val = data.eval_set("val") if data.set_size("val") else None

@@ -52,6 +52,8 @@ def test_phase_settings_reads_d_eta_theta_and_each_seeds_lengths_from_the_method
     }
     rows = phase_settings(tmp_path, results, slug)
     quantities = ("off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin")
+    assert [rows[0].pop(k) for k in ("final_test_loss", "final_test_error")] == [[], []]  # not in these results
+    assert [rows[1].pop(k) for k in ("final_test_loss", "final_test_error")] == [[], []]
     assert [rows[0].pop(k) for k in quantities] == [[0.1, 0.3], [1.5, 2.5], [1.0, 1.2]]  # seeds that reached it
     assert [rows[1].pop(k) for k in quantities] == [[], [], []]  # a run without them: none
     lines = lemma_lines([{**rows[0], "off_signal_sq_at_boundary": [0.1, 0.3], "gamma_ratio_at_margin": [2.0],
@@ -246,3 +248,19 @@ def test_a_theta_form_with_an_offset_is_fitted_with_its_slope_offset_and_rivals(
     for r in tied:
         r["eta"] = 0.5 / math.log(r["d"])
     assert fit_theta_form(tied, "signal_finding") is None or fit_theta_form(tied, "signal_finding")["eta_ratio"] < 2
+
+
+def test_the_loss_at_the_stopping_time_is_fitted_to_a_power_of_log_d():
+    from featlearn.studies.phases import loss_decay, loss_lines
+
+    rows = [
+        {"method": f"d={d}", "d": d, "eta": 0.1, "steps": 100, "final_test_loss": [math.log(d) ** -2.0] * 3,
+         "final_test_error": [0.01, 0.02, 0.2]}
+        for d in (32, 64, 128, 256)
+    ]  # fmt: skip
+    fit = loss_decay(rows)
+    assert fit["c"] == pytest.approx(2.0) and fit["c_low"] == pytest.approx(2.0) and fit["points"] == 4
+    lines = loss_lines(rows)
+    assert "| d=32 | 32 | 0.1 | 100 | 0.0833 ± 0 | 2 of 3 |" in lines  # (log 32)^-2, two seeds at <= 5%
+    assert lines[-1].startswith("Fit log L = -c log log d + b over the 4 settings: c = 2.00")
+    assert loss_decay(rows[:1]) is None and loss_lines([{**rows[0], "final_test_loss": []}]) == []
