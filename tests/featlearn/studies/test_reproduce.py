@@ -681,6 +681,7 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     text = (out / "report.md").read_text()
     assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
     assert "Theta forms, T = c L(d)/eta + b" in text and "E ||w_perp + w_opp||^2 at T_1" in text
+    assert "Fit log L = -c log log d + b over the 4 settings" in text  # Theorem 3.1's loss at the stopping time
     figures = out / "figures"
     assert (figures / "theorem_3_1_samples.png").is_file() and (figures / "phases_phases.png").is_file()
     assert list(figures.glob("remarks_2_1_and_4_3_phase_neurons_step*.png"))
