@@ -67,7 +67,8 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
     assert [item.kind for item in plan.items] == ["samples", "samples", "phases", "compare"]
     assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
     assert set(judgement_rules("glasgow2023")["tolerances"]) == {
-        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "growth_rate", "outside_mass", "test"
+        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "growth_rate",
+        "outside_mass", "test",
     }  # fmt: skip
     phases, remarks = plan.items[2], plan.items[3]
     settings = {m.name for m in load_methods(resolve_config(phases.methods))}
