@@ -178,6 +178,9 @@ class FakeModel:
     def first_layer_features(self):
         return self.features
 
+    def scheduled_values(self, step):
+        return {}
+
 
 class FakeData:
     """Fixed sets for members S = 2, d = 3."""
