@@ -400,6 +400,12 @@ def phase_lines(rows: list[dict], fits: dict[str, dict | None]) -> list[str]:
     return lines
 
 
+def _step_size_rule(row: dict) -> str:
+    """A setting's step-size name ("theta/2", "0.02", ...) from its method name, else its eta."""
+    method = row["method"]
+    return method.split("eta=")[-1].split(",")[0] if "eta=" in method else f"{row['eta']:.3g}"
+
+
 def phase_plot(rows: list[dict], target: Path, title: str, fits: dict[str, dict | None] | None = None) -> Path | None:
     """A panel per phase: its length x eta against L(d), one point per setting, and the fitted rate.
 
@@ -417,7 +423,7 @@ def phase_plot(rows: list[dict], target: Path, title: str, fits: dict[str, dict 
     markers: dict[str, str] = {}  # the step size's name in the setting ("theta/2", ...) -> its marker
     largest = dict.fromkeys(PHASES, 0.0)  # per phase, the largest x drawn
     for r in rows:
-        factor = r["method"].split("eta=")[-1].split(",")[0] if "eta=" in r["method"] else f"{r['eta']:.3g}"
+        factor = _step_size_rule(r)
         label = None if factor in markers else f"eta = {factor}"
         marker = markers.setdefault(factor, "osd^v<>"[len(markers) % 7])
         for axis, phase in zip(axes, PHASES, strict=True):
@@ -428,8 +434,7 @@ def phase_plot(rows: list[dict], target: Path, title: str, fits: dict[str, dict 
                 largest[phase] = max(largest[phase], x)
     groups: dict[str, list[dict]] = {}  # the settings of one step-size rule (eta = theta/2, ...): eta moves with d
     for r in rows:
-        rule = r["method"].split("eta=")[-1].split(",")[0] if "eta=" in r["method"] else f"{r['eta']:.3g}"
-        groups.setdefault(rule, []).append(r)
+        groups.setdefault(_step_size_rule(r), []).append(r)
     for axis, phase in zip(axes, PHASES, strict=True):
         fit = (fits or {}).get(phase)
         if fit is None:
