@@ -181,6 +181,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         "boundary_stats",
         "margin_stats",
         "rate_tracks",
+        "margin_tracks",
     )
     result_tags = ("phase/signal_heavy_frac", "phase/coverage_min", "phase/gamma_min")
 
@@ -232,6 +233,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.margin_stats: list[dict | None] = []
         #: Each member's (step, eta tau |l'|) from its boundary step on: Section 4.2's predicted log-rate of S.
         self.rate_tracks: list[list[tuple[int, float]]] = []
+        #: Each member's (step, gamma_min, log(1 + 2 eta tau g_max)) from its boundary step on: Lemma 4.4's rate.
+        self.margin_tracks: list[list[tuple[int, float, float]]] = []
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
@@ -248,6 +251,8 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             self.boundary_stats = [None] * pl_module.ensemble_size
             self.margin_stats = [None] * pl_module.ensemble_size
             self.rate_tracks = [[] for _ in range(pl_module.ensemble_size)]
+        if len(self.margin_tracks) != pl_module.ensemble_size:
+            self.margin_tracks = [[] for _ in range(pl_module.ensemble_size)]
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else 10**9
         wanted = log_spaced_steps(max_steps, self.pictures_per_decade) if self.pictures_per_decade else []
         # Each picture lands on the nearest step the diagnostics run at anyway.
@@ -332,7 +337,24 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 self.heavy_sets[s] = heavy[s].tolist()
         metrics.update(self._track_heavy_sets(comp, step))
         self._track_rates(comp, g, pl_module, step)
+        self._track_margins(gamma, g, pl_module, step)
         return metrics
+
+    def _track_margins(self, gamma: Tensor, g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
+        """Record Lemma 4.4's margin growth from each member's boundary step: gamma_min and its predicted log-factor.
+
+        Lemma 4.4 (item 2): gamma_min^(t+1) >= (1 + 2 eta tau (1 - o(1)) g_max) gamma_min^(t), with g_max the
+        largest |l'| over the four clusters (the weakest cluster's); recorded as (step, gamma_min,
+        log(1 + 2 eta tau g_max)), eta the first layer's rate of the next update. gamma, g: (S, 4).
+        """
+        eta = pl_module.scheduled_values(step + 1).get("lr_w")
+        if eta is None:
+            return
+        gamma_min, g_max = gamma.min(dim=1).values.tolist(), g.max(dim=1).values.tolist()
+        for s, members_set in enumerate(self.heavy_sets):
+            if members_set is not None:
+                factor = math.log1p(2.0 * float(eta) * TAU * float(g_max[s]))
+                self.margin_tracks[s].append((step, float(gamma_min[s]), factor))
 
     def _track_rates(self, comp: dict[str, Tensor], g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
         """Record Section 4.2's predicted log-rate of ||w_sig|| on each member's S: eta tau |l'(mu)|.
@@ -489,7 +511,26 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             "gamma_ratio_at_margin": stat(self.margin_stats, "gamma_ratio"),
             "balance_at_margin": stat(self.margin_stats, "balance"),
             "growth_rate_ratio": [self._rate_ratio(s) for s in range(len(self.heavy_tracks))],
+            "margin_rate_ratio": [self._margin_ratio(s) for s in range(len(self.margin_tracks))],
         }
+
+    def _margin_ratio(self, s: int) -> float | None:
+        """Member s's log-growth of gamma_min over Lemma 4.4's predicted sum of log(1 + 2 eta tau g_max).
+
+        The window runs from the first step after the boundary with gamma_min > 0 (a log needs a positive
+        margin) to the margin step (or the run's end); the prediction sums the recorded log-factors over the
+        steps between (a trapezoid over the cadence). Lemma 4.4's bound is a ratio of at least 1 - o(1).
+        None with fewer than three cadence steps in the window.
+        """
+        end = self.margin_steps[s] if s < len(self.margin_steps) else None
+        recorded = self.margin_tracks[s] if s < len(self.margin_tracks) else []
+        track = [p for p in recorded if end is None or p[0] <= end]
+        start = next((i for i, p in enumerate(track) if p[1] > 0), None)
+        track = [] if start is None else track[start:]
+        if len(track) < 3:
+            return None
+        predicted = sum((t2 - t1) * (r1 + r2) / 2 for (t1, _, r1), (t2, _, r2) in zip(track, track[1:], strict=False))
+        return math.log(track[-1][1] / track[0][1]) / predicted if predicted > 0 else None
 
     def _rate_ratio(self, s: int) -> float | None:
         """Member s's measured log-growth of ||w_sig|| on S over its window, over the predicted sum of eta tau |l'|.

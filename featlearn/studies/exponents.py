@@ -154,3 +154,84 @@ def _bootstrap_line(x, points, draws: int, seed: int, per_d, outcomes=None, shar
         "ci_high": float(high),
         "points": len(points),
     }
+
+
+#: Candidate forms of n*(d) for a prediction test: name -> (shift(d), regressors(d)), the form
+#: log n* - shift(d) = c + sum_i b_i regressor_i(d), its constants fitted by least squares.
+SAMPLE_FORMS = {
+    "d log^k d (k fitted)": (math.log, lambda d: [math.log(math.log(d))]),
+    "d^alpha (alpha fitted)": (lambda d: 0.0, lambda d: [math.log(d)]),
+    "d^2 (constant fitted)": (lambda d: 2.0 * math.log(d), lambda d: []),
+}
+
+
+def _predict_log(form: str, dims, log_n, target: int) -> float:
+    """The form's log n* at ``target``, its constants fitted on (dims, log_n) by least squares."""
+    import numpy as np
+
+    shift, regressors = SAMPLE_FORMS[form]
+    design = np.array([[1.0, *regressors(d)] for d in dims])
+    coefficients = np.linalg.lstsq(design, np.asarray(log_n) - np.array([shift(d) for d in dims]), rcond=None)[0]
+    return float(shift(target) + np.dot([1.0, *regressors(target)], coefficients))
+
+
+def predict_largest(
+    points: list[tuple[int, int, int | None]],
+    draws: int = 2000,
+    seed: int = 0,
+    outcomes: SeedOutcomes | None = None,
+    pass_fraction: float = 0.5,
+) -> dict | None:
+    r"""Each candidate form fitted on the smaller d, its prediction of n* at the largest d against the measured n*.
+
+    A rate claim that can fail: with the forms of :data:`SAMPLE_FORMS` fitted on every
+    bracketed d but the largest, the error of each at the largest d is
+    :math:`\log \hat n^*(d_{max}) - \log n^*(d_{max})` (0: predicted exactly; 0.1: 10% high).
+    Its 95% interval draws each n* log-uniformly in its bracket and, given ``outcomes``,
+    re-brackets every d on resampled seeds first (:func:`reseeded_bracket`).
+
+    Returns:
+        ``{"target": d_max, "fitted_on": [d, ...], "measured": n_pass at d_max,
+        "forms": {name: {"error", "low", "high", "predicted"}}}``, or None with fewer than
+        three bracketed d (a two-constant form needs two points to fit and one to predict).
+    """
+    import numpy as np
+
+    points = sorted(p for p in points if p[0] > math.e)
+    dims = [d for d, _, _ in points]
+    if len(set(dims)) < 3 or dims.count(dims[-1]) > 1:
+        return None
+    target = dims[-1]
+    log_n = np.log([n for _, n, _ in points])
+    lows = np.log([nf if nf is not None else n for _, n, nf in points])
+    rng = np.random.default_rng(seed)
+    errors: dict[str, list[float]] = {form: [] for form in SAMPLE_FORMS}
+    for _ in range(draws):
+        low, high = lows.copy(), log_n.copy()
+        if outcomes is not None:  # the seeds within each d resampled: its bracket moves with them
+            missing = False
+            for i, d in enumerate(dims):
+                if d not in outcomes:
+                    continue
+                seeds = len(outcomes[d][0][1])
+                bracket = reseeded_bracket(outcomes[d], rng.integers(0, seeds, seeds), pass_fraction)
+                if bracket is None:
+                    missing = True  # no budget passes on these seeds: no n* to fit or predict
+                    break
+                low[i], high[i] = np.log(bracket)
+            if missing:
+                continue
+        jittered = rng.uniform(low, high)
+        for form in SAMPLE_FORMS:
+            errors[form].append(_predict_log(form, dims[:-1], jittered[:-1], target) - jittered[-1])
+    forms = {}
+    for form in SAMPLE_FORMS:
+        predicted = _predict_log(form, dims[:-1], log_n[:-1], target)
+        low, high = np.percentile(errors[form], [2.5, 97.5]) if errors[form] else (math.nan, math.nan)
+        forms[form] = {
+            "error": predicted - float(log_n[-1]),
+            "low": float(low),
+            "high": float(high),
+            "predicted": math.exp(predicted),
+        }
+    return {"target": target, "fitted_on": dims[:-1], "measured": int(points[-1][1]), "forms": forms}

@@ -235,6 +235,7 @@ def judge(
     interval: tuple[float, float] | None = None,
     paper_interval: tuple[float, float] | None = None,
     built_in: str | None = None,
+    measured_rivals: list[dict] | None = None,
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
 
@@ -265,6 +266,8 @@ def judge(
             one lies strictly below (above) the other, edge against edge.
         built_in: Why the cell's value follows from featlearn's own process (:func:`by_construction`):
             its verdict is "by construction", whatever the value.
+        measured_rivals: Other forms measured by the same test as the claimed one (a prediction test's
+            rival forms, :func:`measured_rival_verdict`): ``[{"form", "value", "interval"}]``.
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "trivial", "category", "reason"}``.
@@ -348,6 +351,8 @@ def judge(
             "part of is not a result."
         )
         return {**cell, "verdict": "differs", "category": FAILED_FIT, "reason": reason}
+    if measured_rivals and (held or known is None):
+        return {**cell, **measured_rival_verdict(held, column, paper_value, gap, cell.get("interval"), measured_rivals)}
     if held:
         rival = first_match(rules.get("rivals"), setting, method, column)
         window = (low, high) if interval is not None else None
@@ -376,6 +381,69 @@ def judge(
         verdict = "cannot decide" if known["category"] == UNDECIDABLE else "differs"
         return {**cell, "verdict": verdict, "category": known["category"], "reason": known["reason"]}
     return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
+
+
+def measured_rival_verdict(
+    held: bool, column: str, paper_value: float, gap: float, interval: tuple | None, rivals: list[dict]
+) -> dict:
+    """The verdict of a claimed form against rival forms measured by the same test (a prediction test).
+
+    A rival *passes the same test* where its own interval holds the paper's value, or where it
+    comes at least as close as the claimed form. The claimed form holding while a rival passes
+    is "cannot decide"; holding alone, reproduced, ruling out the closest rival. Failing while a
+    rival passes is "differs", with the rival as the evidence; failing where every rival fails
+    and the claimed form comes closest, "cannot decide": no candidate form is within the test's
+    noise, and the paper's is the best of them (a Theta allows lower-order terms none models).
+
+    Args:
+        held: Whether the claimed form passed.
+        column: The metric column (its name is said in the reasons).
+        paper_value: The value the test asks for (0: a prediction error).
+        gap: The claimed form's value minus ``paper_value``.
+        interval: The claimed form's 95% interval.
+        rivals: ``[{"form", "value", "interval"}]``, each rival's value and 95% interval.
+    """
+
+    def shown(value: float, bounds) -> str:
+        return f"{value:+.3f}" + ("" if bounds is None else f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]")
+
+    def passes(rival: dict) -> bool:
+        bounds = rival.get("interval")
+        inside = bounds is not None and bounds[0] <= paper_value <= bounds[1]
+        return inside or abs(rival["value"] - paper_value) <= abs(gap)
+
+    closest = min(rivals, key=lambda r: abs(r["value"] - paper_value))
+    passing = [r for r in rivals if passes(r)]
+    ours = f"the claimed form's {column} is {shown(paper_value + gap, interval)}"
+    if held and passing:
+        first = passing[0]
+        return {
+            "verdict": "cannot decide",
+            "category": "a rival passes the same test",
+            "reason": f"{ours}, and {first['form']} passes the same test ({column} = "
+            f"{shown(first['value'], first.get('interval'))}), so the test cannot tell the paper's form from it.",
+        }
+    if held:
+        return {
+            "verdict": "reproduced",
+            "rules_out": f"{closest['form']} ({column} = {shown(closest['value'], closest.get('interval'))}), the "
+            "closest rival form",
+        }
+    if passing:
+        best = min(passing, key=lambda r: abs(r["value"] - paper_value))
+        return {
+            "verdict": "differs",
+            "category": "a rival form predicts better",
+            "reason": f"{ours}, outside the test, where {best['form']} gives "
+            f"{shown(best['value'], best.get('interval'))}: the measurements favour the rival form.",
+        }
+    return {
+        "verdict": "cannot decide",
+        "category": "no form within the test's noise",
+        "reason": f"{ours}, outside the test, and every rival misses it by more (the closest, {closest['form']}: "
+        f"{shown(closest['value'], closest.get('interval'))}): the paper's form comes closest, yet none is within "
+        "the seeds' noise, so a lower-order term none of them models decides it.",
+    }
 
 
 def rival_passes(
@@ -824,6 +892,43 @@ def trivial_rates(results: dict[str, dict]) -> dict[str, dict[str, list[float]]]
     return dict(sorted(rows.items(), key=lambda item: item[0] != TRIVIAL_ROW))
 
 
+def claimed_form(
+    rules: dict, setting: str, method: str, column: str, forms: dict[str, dict]
+) -> tuple[list[float] | None, list[float] | None, list[dict] | None]:
+    """A prediction test's cell: the claimed form's value and interval, and the other forms as its rivals.
+
+    The judgement file's ``forms`` name, per (setting, method, metric), the form the paper
+    claims among those the item measured (``forms``: form -> ``{"error", "low", "high"}``).
+    A method the file names no form for has no value in this column. The entry's ``rivals``
+    (optional) names the forms the test must tell the claimed one from, where another measured
+    form contains it (d^alpha, alpha fitted, contains d^2 and passes wherever it does); default:
+    every other measured form.
+
+    Returns:
+        ``([value], [low, high], [{"form", "value", "interval"}])``, or ``(None, None, None)``.
+
+    Raises:
+        ValueError: The file names a form the item did not measure.
+    """
+    entry = first_match(rules.get("forms"), setting, method, column)
+    if entry is None:
+        return None, None, None
+    named = [entry["form"], *(entry.get("rivals") or [])]
+    unknown = [name for name in named if name not in forms]
+    if unknown:
+        raise ValueError(
+            f"The judgement file's forms entry for {setting}, {method}, {column} names {unknown}; "
+            f"the item measured {sorted(forms)}: name those."
+        )
+    claimed = forms[entry["form"]]
+    rivals = [
+        {"form": name, "value": value["error"], "interval": [value["low"], value["high"]]}
+        for name, value in forms.items()
+        if name != entry["form"] and (not entry.get("rivals") or name in entry["rivals"])
+    ]
+    return [claimed["error"]], [claimed["low"], claimed["high"]], rivals
+
+
 def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: dict) -> list[Cell]:
     """Every cell of the report: one row per item, method and metric featlearn or the paper has.
 
@@ -847,6 +952,11 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                 if reference is not None:  # judged against another method's mean in this item
                     paper_value, _, _ = summarize(reached((results.get(reference) or {}).get(metric)))
                 raw = values.get(metric)
+                interval = values.get(f"{metric}_interval")  # a fitted rate's 95% interval: its window
+                forms = values.get(f"{metric}_forms")  # a prediction test's candidate forms: form -> value
+                rivals = None
+                if forms:
+                    raw, interval, rivals = claimed_form(rules, item.setting or "", method, column, forms)
                 measured = reached(raw)
                 if paper_value is None and not measured and not raw:
                     continue
@@ -859,7 +969,6 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                     cell.update(paper=paper_value, verdict="not run", reason="not among this scale's methods")
                 else:
                     edges = [m for m in (method, reference) if all((results.get(m) or {}).get("at_grid_edge") or [0])]
-                    interval = values.get(f"{metric}_interval")  # a fitted rate's 95% interval: its window
                     judged = judge(
                         paper_value,
                         measured,
@@ -878,6 +987,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         ),
                         interval=None if interval is None else tuple(interval),
                         built_in=by_construction(rules, item.setting or "", method, column),
+                        measured_rivals=rivals,
                         inconclusive_category=(
                             PROXY
                             if not edges and first_match(rules.get("undecidable"), item.setting or "", method, column)

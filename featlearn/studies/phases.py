@@ -303,6 +303,52 @@ def fit_theta_form(rows: list[dict], phase: str, resamples: int = 2000, seed: in
     }
 
 
+def predict_theta_forms(rows: list[dict], phase: str, resamples: int = 2000, seed: int = 0) -> dict | None:
+    r"""Each level's Theta form fitted on the smaller d, its prediction of the phase at the largest d.
+
+    A form that can fail: T = c L(d)/eta + b is fitted on every usable setting below the
+    largest d (all its eta), and predicts the mean length at each eta of the largest d. The
+    error is the mean over those eta of (predicted - measured) / measured, with a 95%
+    bootstrap interval over the seeds of every setting (refitted per draw).
+
+    Returns:
+        ``{"target": d, "fitted_on": [d, ...], "forms": {level: {"error", "low", "high"}}}``
+        (levels of :data:`THETA_LEVELS`), or None without two smaller d, two eta each side or
+        every seed measured.
+    """
+    inside = [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
+    usable = [r for r in inside if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    dims = sorted({r["d"] for r in usable})
+    if len(dims) < 3:
+        return None
+    fitted = [r for r in usable if r["d"] < dims[-1]]
+    target = [r for r in usable if r["d"] == dims[-1]]
+    if len({r["eta"] for r in fitted}) < 2 or not target:
+        return None
+    lengths = [np.array(r[phase]) for r in fitted + target]
+
+    def errors(means: np.ndarray) -> dict[str, float]:
+        known, wanted = means[: len(fitted)], means[len(fitted) :]
+        out = {}
+        for level, rate in THETA_LEVELS.items():
+            x = np.array([rate(r["d"]) / r["eta"] for r in fitted])
+            slope, offset = np.polyfit(x, known, 1)
+            predicted = slope * np.array([rate(r["d"]) / r["eta"] for r in target]) + offset
+            out[level] = float(np.mean((predicted - wanted) / wanted))
+        return out
+
+    point = errors(np.array([t.mean() for t in lengths]))
+    generator = np.random.default_rng(seed)
+    draws = [
+        errors(np.array([t[generator.integers(0, len(t), len(t))].mean() for t in lengths])) for _ in range(resamples)
+    ]
+    forms = {}
+    for level in THETA_LEVELS:
+        low, high = np.percentile([draw[level] for draw in draws], [2.5, 97.5])
+        forms[f"L = {level}"] = {"error": point[level], "low": float(low), "high": float(high)}
+    return {"target": dims[-1], "fitted_on": dims[:-1], "forms": forms}
+
+
 def theta_lines(rows: list[dict]) -> list[str]:
     """Markdown: each phase's Theta-form fit T = c L(d)/eta + b, and how well each rival level fits."""
     lines = [
@@ -330,6 +376,27 @@ def theta_lines(rows: list[dict]) -> list[str]:
             f"| {fit['offset']:.1f} | [{fit['offset_low']:.1f}, {fit['offset_high']:.1f}] | {fit['eta_ratio']:.1f}x "
             f"| {rivals} |"
         )
+    predictions = {phase: predict_theta_forms(rows, phase) for phase in PHASES}
+    if any(predictions.values()):
+        lines += [
+            "",
+            "The same forms as predictions: each fitted on the smaller d (every eta) predicts the mean length at "
+            "the largest d (error: (predicted - measured) / measured, the mean over its eta; 95% bootstrap interval "
+            "over seeds). A form predicts where its interval holds 0; the claimed level is in bold.",
+            "",
+            "| Phase | fitted on d | predicts d | " + " | ".join(f"L = {level}" for level in THETA_LEVELS) + " |",
+            "|---|---|---:|" + "---|" * len(THETA_LEVELS),
+        ]
+        for phase, prediction in predictions.items():
+            if prediction is None:
+                continue
+            cells = []
+            for level in THETA_LEVELS:
+                form = prediction["forms"][f"L = {level}"]
+                text = f"{form['error']:+.3f} [{form['low']:+.3f}, {form['high']:+.3f}]"
+                cells.append(f"**{text}**" if level == THETA_CLAIMED[phase] else text)
+            fitted_on = ", ".join(str(d) for d in prediction["fitted_on"])
+            lines.append(f"| {PHASES[phase][0]} | {fitted_on} | {prediction['target']} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -346,6 +413,13 @@ def phase_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dict | N
         if fit is not None:  # a fitted rate is judged by its 95% interval (featlearn.studies.judgement)
             results[name]["log_exponent_interval"] = [fit["log_exponent_low"], fit["log_exponent_high"]]
             results[name]["eta_exponent_interval"] = [fit["eta_exponent_low"], fit["eta_exponent_high"]]
+        theta = fit_theta_form(rows, phase)
+        if theta is not None:  # the Theta form's slope c, judged by its interval
+            results[name]["theta_slope"] = [theta["slope"]]
+            results[name]["theta_slope_interval"] = [theta["slope_low"], theta["slope_high"]]
+        prediction = predict_theta_forms(rows, phase)
+        if prediction is not None:  # every level's prediction of the largest d: the judgement file names the claimed
+            results[name]["form_error_forms"] = prediction["forms"]
     return results, fits
 
 

@@ -233,6 +233,40 @@ def test_a_rival_that_passes_the_same_test_leaves_the_cell_undecided():
     assert rival_passes(-0.5, ">", -1.0, None, 0.35) and not rival_passes(-1.5, ">", -1.0, None, 0.35)
 
 
+def test_a_prediction_test_is_judged_against_rival_forms_measured_the_same_way():
+    from featlearn.studies.judgement import claimed_form
+
+    rules = {"tolerances": {"form_error": {"absolute": 0.0, "std_multiple": 2.0}}, "reasons": []}
+    far = {"form": "L = 1", "value": -0.20, "interval": [-0.24, -0.16]}
+    close = {"form": "L = log log d", "value": -0.02, "interval": [-0.05, 0.01]}
+
+    def verdict(value, interval, rivals):
+        return judge(0.0, [value], "form_error", "P", "T_1", rules, "=", interval=interval, measured_rivals=rivals)
+
+    # The claimed form predicts and no rival does: reproduced, ruling out the closest rival.
+    kept = verdict(0.01, (-0.02, 0.04), [far])
+    assert kept["verdict"] == "reproduced" and kept["rules_out"].startswith("L = 1 (form_error = -0.200")
+    # A rival whose own interval holds 0 passes the same test: cannot decide.
+    tied = verdict(0.01, (-0.02, 0.04), [far, close])
+    assert (tied["verdict"], tied["category"]) == ("cannot decide", "a rival passes the same test")
+    assert "L = log log d passes the same test" in tied["reason"]
+    # The claimed form misses while a rival predicts: differs, with the rival as the evidence.
+    worse = verdict(0.12, (0.09, 0.15), [far, close])
+    assert (worse["verdict"], worse["category"]) == ("differs", "a rival form predicts better")
+    assert "L = log log d gives -0.020 [-0.050, +0.010]" in worse["reason"]
+    # Every form misses and the claimed comes closest: no form is within the noise, so no verdict either way.
+    alone = verdict(0.08, (0.06, 0.10), [far])
+    assert (alone["verdict"], alone["category"]) == ("cannot decide", "no form within the test's noise")
+    # The judgement file names the claimed form, and optionally the rivals it must be told from.
+    forms = {name: {"error": e, "low": e - 0.03, "high": e + 0.03} for name, e in (("a", 0.0), ("b", 0.01), ("c", 0.3))}
+    entry = {"setting": "P", "method": "T*", "metric": "form_error", "form": "a", "rivals": ["c"]}
+    value, interval, rivals = claimed_form({"forms": [entry]}, "P", "T_1", "form_error", forms)
+    assert value == [0.0] and interval == [-0.03, 0.03] and [r["form"] for r in rivals] == ["c"]
+    assert claimed_form({"forms": [entry]}, "P", "other", "form_error", forms) == (None, None, None)
+    with pytest.raises(ValueError, match="names \\['z'\\]"):
+        claimed_form({"forms": [{**entry, "form": "z"}]}, "P", "T_1", "form_error", forms)
+
+
 def test_every_reproduced_cell_names_what_it_rules_out():
     assert judge(100.0, [99.0], "test", "S", "N", RULES, trivial=50.2)["rules_out"] == "a constant predictor (50.2%)"
     cos = judge(0.997, [0.99], "cos", "S", "N", RULES, trivial=0.127)["rules_out"]

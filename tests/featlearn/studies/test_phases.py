@@ -250,6 +250,28 @@ def test_a_theta_form_with_an_offset_is_fitted_with_its_slope_offset_and_rivals(
     assert fit_theta_form(tied, "signal_finding") is None or fit_theta_form(tied, "signal_finding")["eta_ratio"] < 2
 
 
+def test_each_theta_form_fitted_on_the_smaller_d_predicts_the_largest():
+    from featlearn.studies.phases import predict_theta_forms, theta_lines
+
+    prediction = predict_theta_forms(theta_rows(noise=0.01), "signal_finding")
+    assert prediction["target"] == 256 and prediction["fitted_on"] == [32, 64, 128]
+    claimed = prediction["forms"]["L = log d"]
+    assert abs(claimed["error"]) < 0.01 and claimed["high"] - claimed["low"] < 0.03  # 1% noise, 3 seeds
+    exact = predict_theta_forms(theta_rows(), "signal_finding")["forms"]["L = log d"]
+    assert exact["error"] == pytest.approx(0.0, abs=1e-9) and exact["low"] == pytest.approx(0.0, abs=1e-9)
+    # A length that does not grow with d, or grows as sqrt(d), misses d = 256 by more than the seeds' noise.
+    for rival in ("L = 1", "L = sqrt d"):
+        form = prediction["forms"][rival]
+        assert not form["low"] <= 0 <= form["high"] and abs(form["error"]) > 0.05
+    assert predict_theta_forms([r for r in theta_rows() if r["d"] < 128], "signal_finding") is None  # two d
+    lines = theta_lines(theta_rows())
+    assert any(line.startswith("| Signal finding, T_1 (Lemma 4.1) | 32, 64, 128 | 256 |") for line in lines)
+    cells, _ = phase_results(theta_rows())
+    finding = cells["Signal finding, T_1 (Lemma 4.1)"]
+    assert finding["theta_slope"] == [pytest.approx(1.36)] and set(finding["form_error_forms"]) == {
+        "L = 1", "L = log log d", "L = log d", "L = sqrt d"}  # fmt: skip
+
+
 def test_the_loss_at_the_stopping_time_is_fitted_to_a_power_of_log_d():
     from featlearn.studies.phases import loss_decay, loss_lines
 

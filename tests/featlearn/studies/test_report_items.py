@@ -1,4 +1,3 @@
-
 """The report items' measurements read from a compare folder's TensorBoard events."""
 
 import pytest

@@ -20,6 +20,7 @@ import yaml
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
 from featlearn.studies.calibration import load_candidates
+from featlearn.studies.exponents import SAMPLE_FORMS
 from featlearn.studies.judgement import (
     RELATION_PREFIX,
     VERDICTS,
@@ -65,11 +66,21 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
     plan = load_plan("glasgow2023")
     numbers = paper_numbers("glasgow2023")
     assert [item.kind for item in plan.items] == ["samples", "samples", "phases", "compare"]
-    assert numbers["Theorem 3.1", "Network"]["relation"] == "<" and numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
-    assert set(judgement_rules("glasgow2023")["tolerances"]) == {
-        "alpha", "log_power", "exp_log", "exp_eta", "boundary", "margin", "gamma", "growth", "growth_rate",
-        "outside_mass", "test",
+    network = numbers["Theorem 3.1", "Network"]["relation"]
+    assert column_relation(network, "alpha") == column_relation(network, "log_power") == ("<", None)
+    assert numbers["Theorem 3.1", "NTK"]["alpha"] == 2.0
+    rules = judgement_rules("glasgow2023")
+    assert set(rules["tolerances"]) == {
+        "alpha", "log_power", "exp_log", "exp_eta", "theta_slope", "form_error", "boundary", "margin", "gamma",
+        "growth", "growth_rate", "outside_mass", "margin_rate", "test",
     }  # fmt: skip
+    # Each rate is also a prediction of the largest d, with the paper's form named among the measured ones.
+    claimed = {(f["setting"], f["method"]): f["form"] for f in rules["forms"]}
+    assert claimed["Theorem 3.1", "Network"] in SAMPLE_FORMS and claimed["Theorem 3.1", "NTK"] in SAMPLE_FORMS
+    assert claimed["Phases", "Signal finding*"] == "L = log d"
+    assert claimed["Phases", "Signal-heavy phase*"] == "L = log log d"
+    for setting, method in (("Theorem 3.1", "Network"), ("Theorem 3.1", "NTK")):
+        assert numbers[setting, method]["form_error"] == 0.0
     phases, remarks = plan.items[2], plan.items[3]
     settings = {m.name for m in load_methods(resolve_config(phases.methods))}
     for scale in SCALES:  # every scale's settings exist, with two d and two eta at least (the fit needs them)
@@ -78,8 +89,11 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
         assert scale == "smoke" or max(etas) / min(etas) >= 8  # eta varies 8x, free of d (issue 47)
         fitted = [n.split(", eta=") for n in phases.only[scale] if not n.endswith("eta=2 theta")]  # eta <= theta
         assert len(fitted) >= 4 and len({d for d, _ in fitted}) >= 2 and len({eta for _, eta in fitted}) >= 2
-    for name in PHASES.values():
-        assert numbers["Phases", name[0]]["exp_log"] == 1.0 and numbers["Phases", name[0]]["exp_eta"] == -1.0
+    for phase in ("signal_finding", "signal_heavy"):  # a Theta form: a positive slope, and the form predicts
+        row = numbers["Phases", PHASES[phase][0]]
+        assert row["theta_slope"] == 0.0 and column_relation(row["relation"], "theta_slope") == (">", None)
+        assert row["form_error"] == 0.0 and column_relation(row["relation"], "form_error") == ("=", None)
+        assert row["exp_log"] is None and row["exp_eta"] is None  # exact exponents: shown, not judged
     learning = numbers["Phases", PHASES["learning_time"][0]]["relation"]  # Theorem 3.1's t <= C log d / eta: a bound
     assert column_relation(learning, "exp_log") == ("<", None) and column_relation(learning, "exp_eta") == (">", None)
     remark_methods = {m.name for m in load_methods(resolve_config(remarks.methods))}

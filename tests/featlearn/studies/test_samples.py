@@ -443,3 +443,23 @@ def test_the_exponents_bootstrap_resamples_the_seeds_within_each_d():
     # Seeds that all agree leave the interval as the points' bootstrap gives it.
     agree = {d: [(n // 2, [False] * 4), (n, [True] * 4)] for d, n, _ in points}
     assert fit_exponent(points, outcomes=agree)["ci_low"] == pytest.approx(plain["ci_low"], abs=0.05)
+
+
+def test_each_sample_form_fitted_on_the_smaller_d_predicts_n_star_at_the_largest():
+    from featlearn.studies.exponents import predict_largest
+
+    # n* = 3 d log^2 d, each bracketed at 5% below: d log^k d predicts d = 256; d^2 overshoots it.
+    points = [
+        (d, round(3 * d * math.log(d) ** 2), round(0.95 * 3 * d * math.log(d) ** 2)) for d in (16, 32, 64, 128, 256)
+    ]
+    prediction = predict_largest(points)
+    assert prediction["target"] == 256 and prediction["fitted_on"] == [16, 32, 64, 128]
+    polylog = prediction["forms"]["d log^k d (k fitted)"]
+    assert abs(polylog["error"]) < 0.01 and polylog["low"] < 0 < polylog["high"]
+    square = prediction["forms"]["d^2 (constant fitted)"]
+    assert square["error"] > 0.5 and square["low"] > 0 and square["predicted"] > prediction["measured"]
+    assert predict_largest(points[:2]) is None
+    # Seeds resampled within each d: seeds that disagree at the bracket widen the interval.
+    outcomes = {d: [(nf, [False, False, True, False]), (n, [True, True, True, False])] for d, n, nf in points}
+    reseeded = predict_largest(points, outcomes=outcomes, pass_fraction=0.5)["forms"]["d log^k d (k fitted)"]
+    assert reseeded["high"] - reseeded["low"] >= polylog["high"] - polylog["low"]
