@@ -16,7 +16,7 @@ from featlearn.datamodules.images import ImageDataModule  # noqa: E402
 from featlearn.datamodules.sparse_coding import SparseCoding  # noqa: E402
 from featlearn.datamodules.teacher_mixture import TeacherMixture  # noqa: E402
 from featlearn.datamodules.tensors import LabelledTensors  # noqa: E402
-from featlearn.datamodules.xor import BooleanXOR  # noqa: E402
+from featlearn.datamodules.xor import BooleanXOR, Hypercube, SparseParity  # noqa: E402
 
 __all__ = [
     "BooleanXOR",
@@ -25,9 +25,11 @@ __all__ = [
     "GaussianMixture",
     "HiddenVariableDataModule",
     "HiddenRepresentation",
+    "Hypercube",
     "ImageDataModule",
     "LabelledTensors",
     "SparseCoding",
+    "SparseParity",
     "SyntheticDataModule",
     "TeacherMixture",
 ]

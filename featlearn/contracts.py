@@ -51,9 +51,9 @@ class GroundTruth:
     the input dimension.
 
     Attributes:
-        mu_1: (d,) XOR's first signal direction, Glasgow (2023): with y = -x_i x_j,
-            mu_1 = e_i + e_j and mu_2 = e_i - e_j; every input is one of +-mu_1, +-mu_2
-            on the signal plane. Read by ``XORPhaseDiagnostics`` (w_sig, w_opp, w_perp,
+        mu_1: (d,) XOR's first signal direction, Glasgow (2023), the cluster labelled +1: with
+            y = -x_i x_j, mu_1 = e_i - e_j and mu_2 = e_i + e_j; every input is one of
+            +-mu_1, +-mu_2 on the signal plane. Read by ``XORPhaseDiagnostics`` (w_sig, w_opp, w_perp,
             the four clusters' margins gamma_mu).
         mu_2: (d,) XOR's second signal direction (with ``mu_1``).
         feature: (d,) the effective label feature, Shi et al.'s sum_{j in A} M_j. Read by
@@ -70,6 +70,8 @@ class GroundTruth:
             ``class_mean_labels``). Read by ``FeatureAlignment`` (``align/class_mean_*``,
             Figure 17's stars).
         class_mean_labels: (C,) the label +-1 of each class mean.
+        support: (k, d) the directions whose coordinates' product is a sparse parity's label
+            (Barak et al. 2022): e_i for i in the hidden set S, turned with the data's basis.
     """
 
     mu_1: Tensor | None = None
@@ -81,6 +83,7 @@ class GroundTruth:
     centre_labels: Tensor | None = None
     class_means: Tensor | None = None
     class_mean_labels: Tensor | None = None
+    support: Tensor | None = None
 
     def __post_init__(self) -> None:
         for name in self.present():
@@ -99,7 +102,7 @@ class GroundTruth:
     @staticmethod
     def directions() -> tuple[str, ...]:
         """The fields that hold vectors in input space (shape (..., d))."""
-        return ("mu_1", "mu_2", "feature", "centres", "class_means")
+        return ("mu_1", "mu_2", "feature", "centres", "class_means", "support")
 
     def present(self) -> list[str]:
         """The names of the fields this ground truth sets."""
