@@ -10,6 +10,7 @@ from featlearn.callbacks.checkpoint import StepCheckpoint  # noqa: E402
 from featlearn.callbacks.degenerate import DegenerateRuns  # noqa: E402
 from featlearn.callbacks.filters import FilterDynamics  # noqa: E402
 from featlearn.callbacks.heldout import HeldOutAccuracy  # noqa: E402
+from featlearn.callbacks.parity import ParityProgress  # noqa: E402
 from featlearn.callbacks.parts import PartAccuracy  # noqa: E402
 from featlearn.callbacks.xor_phase import XORPhaseDiagnostics  # noqa: E402
 
@@ -19,6 +20,7 @@ __all__ = [
     "FeatureAlignment",
     "FilterDynamics",
     "HeldOutAccuracy",
+    "ParityProgress",
     "PartAccuracy",
     "StepCheckpoint",
     "XORPhaseDiagnostics",
