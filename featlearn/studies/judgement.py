@@ -441,8 +441,9 @@ def measured_rival_verdict(
         "verdict": "cannot decide",
         "category": "no form within the test's noise",
         "reason": f"{ours}, outside the test, and every rival misses it by more (the closest, {closest['form']}: "
-        f"{shown(closest['value'], closest.get('interval'))}): the paper's form comes closest, yet none is within "
-        "the seeds' noise, so a lower-order term none of them models decides it.",
+        f"{shown(closest['value'], closest.get('interval'))}): the paper's form comes closest, yet none predicts "
+        "within the seeds' noise, so at these d a term that none of the forms has (a lower-order one, which a "
+        "Theta allows) is as large as the test's resolution.",
     }
 
 

@@ -682,15 +682,19 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     assert all(c.verdict in judged and c.mean > 0 for c in theorem.values())
     assert all(len(c.interval) == 2 for c in theorem.values())  # a rate is judged by its interval
     assert cells["Theorem 3.1", "Network", "log_power"].relation == "<"
-    for name, _, _ in PHASES.values():  # both phases fitted on the smoke's 4 settings, both exponents judged
-        for metric in ("exp_log", "exp_eta"):
-            assert cells["Phases", name, metric].verdict in judged
+    for phase in ("signal_finding", "signal_heavy"):  # the smoke's 4 settings: a Theta form's slope, judged
+        name = PHASES[phase][0]
+        assert cells["Phases", name, "theta_slope"].verdict in judged
+        assert cells["Phases", name, "exp_log"].verdict == "" and cells["Phases", name, "exp_log"].mean is not None
+        # Its prediction needs three d (two to fit, one to predict); the smoke has two: measured nowhere.
+        assert cells["Phases", name, "form_error"].verdict == "not run"
     rotated = cells["Remarks 2.1 and 4.3", "Network (rotated basis)", "margin"]
     assert rotated.reference == "Network" and rotated.verdict == "by construction"  # featlearn against itself
     frozen = "Network (second layer frozen, |a| = 1)"
     assert cells["Remarks 2.1 and 4.3", frozen, "growth"].relation == "<"
     assert cells["Remarks 2.1 and 4.3", frozen, "outside_mass"].relation == ">"
-    assert cells["Remarks 2.1 and 4.3", "Network", "growth"].relation == ">"
+    assert cells["Remarks 2.1 and 4.3", "Network", "growth"].paper is None  # trained: judged by growth_rate
+    assert cells["Remarks 2.1 and 4.3", "Network", "margin_rate"].relation == ">"  # Lemma 4.4's bound
     assert cells["Remarks 2.1 and 4.3", "Network", "growth_rate"].relation == "="  # Section 4.2's rate: 1
     assert cells["Remarks 2.1 and 4.3", frozen, "growth_rate"].relation == "<"
     text = (out / "report.md").read_text()
