@@ -18,7 +18,7 @@ from featlearn.validation import check_int, check_number, is_number
 CLUSTERS = ("+mu_1", "-mu_1", "+mu_2", "-mu_2")
 
 
-#: Section 4.2's tau = sqrt(2)/4: -w_sig . grad ~ |a_w l'(mu)| tau for a signal-heavy neuron.
+#: Section 4.1.1's tau = sqrt(2)/4: -w_sig . grad ~ |a_w l'(mu)| tau for a signal-heavy neuron.
 TAU = math.sqrt(2) / 4
 
 
@@ -145,7 +145,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
     **End of the signal-heavy phase.** Lemma 4.4 grows the weakest margin geometrically,
     gamma_min^(t+1) >= (1 + 2 eta tau g_max) gamma_min^(t), from the small margins that
     signal finding leaves to a constant, which takes Theta(log log d / eta) steps
-    (Section 4.2). A member's *margin step* is the first cadence step at which its
+    (Section 4.1.1). A member's *margin step* is the first cadence step at which its
     gamma_min = min_mu y(mu) f(mu) is at least ``margin_target`` (``phase/margin_step``);
     the signal-heavy phase lasts from the boundary step to it. :meth:`member_results`
     hands both steps, per member, to a study.
@@ -231,7 +231,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         self.boundary_stats: list[dict | None] = []
         #: Each member's Lemma 4.4 quantities at its margin step: {"gamma_ratio", "balance"}.
         self.margin_stats: list[dict | None] = []
-        #: Each member's (step, eta tau |l'|) from its boundary step on: Section 4.2's predicted log-rate of S.
+        #: Each member's (step, eta tau |l'|) from its boundary step on: Section 4.1.1's predicted log-rate of S.
         self.rate_tracks: list[list[tuple[int, float]]] = []
         #: Each member's (step, gamma_min, log(1 + 2 eta tau g_max)) from its boundary step on: Lemma 4.4's rate.
         self.margin_tracks: list[list[tuple[int, float, float]]] = []
@@ -357,9 +357,9 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 self.margin_tracks[s].append((step, float(gamma_min[s]), factor))
 
     def _track_rates(self, comp: dict[str, Tensor], g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
-        """Record Section 4.2's predicted log-rate of ||w_sig|| on each member's S: eta tau |l'(mu)|.
+        """Record Section 4.1.1's predicted log-rate of ||w_sig|| on each member's S: eta tau |l'(mu)|.
 
-        Item 1 of Section 4.2: -w_sig . grad ~ |a_w l'(mu)| tau with tau = sqrt(2)/4, and |a_w| ~ ||w|| on S,
+        Item 1 of Section 4.1.1: -w_sig . grad ~ |a_w l'(mu)| tau with tau = sqrt(2)/4, and |a_w| ~ ||w|| on S,
         so a neuron of S grows by the factor 1 + eta tau |l'(mu)| a step, mu its cluster; the rate recorded is
         the mean over S of eta tau |l'| at each neuron's cluster (g: (S, 4), in CLUSTERS' order), eta the
         first layer's rate of the next update.
@@ -536,7 +536,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         """Member s's measured log-growth of ||w_sig|| on S over its window, over the predicted sum of eta tau |l'|.
 
         The window runs from the boundary step to the margin step (or the run's end); the prediction is the
-        trapezoid sum of the recorded rates over the same steps. 1: Section 4.2's exponential rate; a linear
+        trapezoid sum of the recorded rates over the same steps. 1: Section 4.1.1's exponential rate; a linear
         growth (Remark 4.3's frozen second layer) falls below it as ||w_sig|| grows. None with fewer than three
         cadence steps in the window.
         """

@@ -162,6 +162,7 @@ SAMPLE_FORMS = {
     "d log^k d (k fitted)": (math.log, lambda d: [math.log(math.log(d))]),
     "d^alpha (alpha fitted)": (lambda d: 0.0, lambda d: [math.log(d)]),
     "d^2 (constant fitted)": (lambda d: 2.0 * math.log(d), lambda d: []),
+    "d^2 log d (constant fitted)": (lambda d: 2.0 * math.log(d) + math.log(math.log(d)), lambda d: []),
 }
 
 

@@ -440,10 +440,9 @@ def measured_rival_verdict(
     return {
         "verdict": "cannot decide",
         "category": "no form within the test's noise",
-        "reason": f"{ours}, outside the test, and every rival misses it by more (the closest, {closest['form']}: "
-        f"{shown(closest['value'], closest.get('interval'))}): the paper's form comes closest, yet none predicts "
-        "within the seeds' noise, so at these d a term that none of the forms has (a lower-order one, which a "
-        "Theta allows) is as large as the test's resolution.",
+        "reason": f"{ours}, outside the test, and every rival form named for it misses by more (the closest, "
+        f"{closest['form']}: {shown(closest['value'], closest.get('interval'))}): the paper's form comes closest of "
+        "these, yet none predicts within the seeds' noise, so the test does not decide the form at these d.",
     }
 
 

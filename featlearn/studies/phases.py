@@ -7,7 +7,7 @@ Theorem 3.1's recipe at several input dimensions d and step sizes eta
 * the *boundary step* T_1: the end of signal finding, which Lemma 4.1 puts at
   Theta(log d / eta) steps;
 * the *margin step*: the weakest cluster's margin reaches 1; the signal-heavy phase lasts
-  T_2 = margin step - T_1, which Section 4.2 puts at Theta(log log d / eta) steps ("Theorem
+  T_2 = margin step - T_1, which Section 4.1.1 puts at Theta(log log d / eta) steps ("Theorem
   3.1 is proved by iterating this lemma [4.4] Theta(log log(d)/eta) times");
 * the margin step itself, t = T_1 + T_2, the iterations the network takes to learn, which
   Theorem 3.1 bounds by t <= C log d / eta.
@@ -50,7 +50,7 @@ from featlearn.studies.trials import get_path
 #: The two phases and the whole run to the margin: key -> (what the report calls it, the paper's rate, L(d)).
 PHASES = {
     "signal_finding": ("Signal finding, T_1 (Lemma 4.1)", "log d / eta", lambda d: math.log(d)),
-    "signal_heavy": ("Signal-heavy phase, T_2 (Section 4.2)", "log log d / eta", lambda d: math.log(math.log(d))),
+    "signal_heavy": ("Signal-heavy phase, T_2 (Section 4.1.1)", "log log d / eta", lambda d: math.log(math.log(d))),
     "learning_time": ("Iterations to learn, t = T_1 + T_2 (Theorem 3.1)", "at most log d / eta", lambda d: math.log(d)),
 }
 
@@ -102,6 +102,9 @@ def phase_settings(folder: Path, results: dict[str, dict], slug) -> list[dict]:
         )
     return rows
 
+
+#: The row of Theorem 3.1's conclusion: the test loss at each setting's stopping time, fitted to (log d)^(-c).
+STOPPING_LOSS = "Test loss at the stopping time (Theorem 3.1)"
 
 #: XORPhaseDiagnostics' per-seed quantities of Lemmas 4.1 and 4.4: key -> the table's heading.
 LEMMA_QUANTITIES = {
@@ -420,6 +423,9 @@ def phase_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dict | N
         prediction = predict_theta_forms(rows, phase)
         if prediction is not None:  # every level's prediction of the largest d: the judgement file names the claimed
             results[name]["form_error_forms"] = prediction["forms"]
+    decay = loss_decay(rows)
+    if decay is not None:  # Theorem 3.1's conclusion: the loss at the stopping time falls as (log d)^(-c)
+        results[STOPPING_LOSS] = {"loss_decay": [decay["c"]], "loss_decay_interval": [decay["c_low"], decay["c_high"]]}
     return results, fits
 
 

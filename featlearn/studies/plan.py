@@ -46,13 +46,14 @@ COLUMNS = (
     ("margin", "margin_step", "gamma_min reaches its target (step)", 1),
     ("gamma", "final_gamma_min", "gamma_min at the end", 3),
     ("growth", "heavy_growth", "Growth of ||w_sig|| on S: log(RSS lin / RSS exp)", 2),
-    ("growth_rate", "growth_rate_ratio", "log-growth of ||w_sig|| on S / sum of eta tau |l'| (Section 4.2)", 2),
+    ("growth_rate", "growth_rate_ratio", "log-growth of ||w_sig|| on S / sum of eta tau |l'| (Section 4.1.1)", 2),
     ("outside_mass", "outside_mass_change", "Mass share outside S: change over the phase", 3),
     ("margin_rate", "margin_rate_ratio", "log-growth of gamma_min / sum of log(1 + 2 eta tau g_max) (Lemma 4.4)", 2),
     ("exp_log", "log_exponent", "Exponent of L(d)", 2),
     ("exp_eta", "eta_exponent", "Exponent of eta", 2),
     ("theta_slope", "theta_slope", "Slope c of T = c L(d)/eta + b (steps)", 3),
     ("form_error", "form_error", "Claimed form's error predicting the largest d (log or relative)", 3),
+    ("loss_decay", "loss_decay", "c of the test loss ~ (log d)^(-c) at the stopping time", 2),
     ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
 )
 #: Item kinds: what command an item runs.

@@ -150,7 +150,7 @@ def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_th
         assert results["off_signal_sq_at_boundary"][s] > 0 and 1.0 <= results["gamma_ratio_at_margin"][s] < 100
         assert 0 < results["balance_at_margin"][s] < 10
     assert cb.boundary_stats[0]["off_signal_sq"] == results["off_signal_sq_at_boundary"][0]
-    # Section 4.2's rate: the recorded eta tau |l'| is the rate 0.3 times tau times a mean |l'| in (0, 2).
+    # Section 4.1.1's rate: the recorded eta tau |l'| is the rate 0.3 times tau times a mean |l'| in (0, 2).
     for s in range(2):
         steps = [t for t, _ in cb.rate_tracks[s]]
         assert steps[0] == cb.boundary_steps[s] and steps == [t for t, _, _ in cb.heavy_tracks[s]]
@@ -264,7 +264,7 @@ def test_heavy_sets_and_tracks_survive_a_checkpoint():
 
 
 def test_the_heavy_sets_growth_follows_section_4_2s_rate_when_both_layers_train_and_falls_below_it_frozen(fit):
-    """Section 4.2: ||w_sig|| on S grows at the log-rate eta tau |l'(mu)|; Remark 4.3: linearly with a frozen."""
+    """Section 4.1.1: ||w_sig|| on S grows at the log-rate eta tau |l'(mu)|; Remark 4.3: linearly with a frozen."""
     ratios, margins, tracks = {}, {}, {}  # tracks: Lemma 4.4's (step, gamma_min, log-factor) per member
     for frozen in (False, True):
         dm = BooleanXOR(dim=16, batch_size=512, test_size=200, ensemble_size=2)

@@ -14,6 +14,7 @@ import yaml
 
 from featlearn.studies.phases import (
     PHASES,
+    STOPPING_LOSS,
     fit_phase,
     lemma_lines,
     phase_lines,
@@ -266,7 +267,11 @@ def test_each_theta_form_fitted_on_the_smaller_d_predicts_the_largest():
     assert predict_theta_forms([r for r in theta_rows() if r["d"] < 128], "signal_finding") is None  # two d
     lines = theta_lines(theta_rows())
     assert any(line.startswith("| Signal finding, T_1 (Lemma 4.1) | 32, 64, 128 | 256 |") for line in lines)
-    cells, _ = phase_results(theta_rows())
+    rows = [{**r, "final_test_loss": [math.log(r["d"]) ** -2.0] * 3} for r in theta_rows()]
+    cells, _ = phase_results(rows)
+    # Theorem 3.1's conclusion as a row: the loss at the stopping time falls as (log d)^(-c), here c = 2.
+    assert cells[STOPPING_LOSS]["loss_decay"] == [pytest.approx(2.0)]
+    assert STOPPING_LOSS not in phase_results(theta_rows())[0]  # no loss measured, no row
     finding = cells["Signal finding, T_1 (Lemma 4.1)"]
     assert finding["theta_slope"] == [pytest.approx(1.36)] and set(finding["form_error_forms"]) == {
         "L = 1", "L = log log d", "L = log d", "L = sqrt d"}  # fmt: skip
