@@ -512,6 +512,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             "balance_at_margin": stat(self.margin_stats, "balance"),
             "growth_rate_ratio": [self._rate_ratio(s) for s in range(len(self.heavy_tracks))],
             "margin_rate_ratio": [self._margin_ratio(s) for s in range(len(self.margin_tracks))],
+            "linear_rate_ratio": [self._rate_ratio(s, linear=True) for s in range(len(self.heavy_tracks))],
         }
 
     def _margin_ratio(self, s: int) -> float | None:
@@ -532,13 +533,14 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         predicted = sum((t2 - t1) * (r1 + r2) / 2 for (t1, _, r1), (t2, _, r2) in zip(track, track[1:], strict=False))
         return math.log(track[-1][1] / track[0][1]) / predicted if predicted > 0 else None
 
-    def _rate_ratio(self, s: int) -> float | None:
+    def _rate_ratio(self, s: int, linear: bool = False) -> float | None:
         """Member s's measured log-growth of ||w_sig|| on S over its window, over the predicted sum of eta tau |l'|.
 
         The window runs from the boundary step to the margin step (or the run's end); the prediction is the
         trapezoid sum of the recorded rates over the same steps. 1: Section 4.1.1's exponential rate; a linear
-        growth (Remark 4.3's frozen second layer) falls below it as ||w_sig|| grows. None with fewer than three
-        cadence steps in the window.
+        growth (Remark 4.3's frozen second layer) falls below it as ||w_sig|| grows. With ``linear``, the
+        growth itself, ||w_sig|| at the end minus at the start, over the same sum: 1 for Remark 4.3's linear
+        rate tau |l'(mu)| a step with |a_w| = 1. None with fewer than three cadence steps in the window.
         """
         end = self.margin_steps[s] if s < len(self.margin_steps) else None
         track = [p for p in self.heavy_tracks[s] if end is None or p[0] <= end]
@@ -546,7 +548,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         if len(track) < 3 or len(rates) < 3 or not (track[0][1] > 0 and track[-1][1] > 0):
             return None
         predicted = sum((t2 - t1) * (r1 + r2) / 2 for (t1, r1), (t2, r2) in zip(rates, rates[1:], strict=False))
-        measured = math.log(track[-1][1] / track[0][1])
+        measured = track[-1][1] - track[0][1] if linear else math.log(track[-1][1] / track[0][1])
         return measured / predicted if predicted > 0 else None
 
     def summary(self) -> str:

@@ -365,7 +365,11 @@ def judge(
                 "reason": f"{rival['form']} ({column} = {passing[0]:g}) passes the same test, so the test cannot tell "
                 "the paper's claim from it.",
             }
-        return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, paper_value, trivial, rival)}
+        # Against another fitted rate, the bound is that rate's interval edge: what the test compared with.
+        edge = paper_value
+        if interval is not None and paper_interval is not None and relation in ("<", ">"):
+            edge = paper_interval[0] if relation == "<" else paper_interval[1]
+        return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, edge, trivial, rival)}
     if interval is None and relation in ("<", ">") and (mean < paper_value if relation == "<" else mean > paper_value):
         # The mean is on the claimed side, only the seeds' spread crosses the bound: no evidence either way.
         return {

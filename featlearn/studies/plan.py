@@ -48,6 +48,7 @@ COLUMNS = (
     ("growth", "heavy_growth", "Growth of ||w_sig|| on S: log(RSS lin / RSS exp)", 2),
     ("growth_rate", "growth_rate_ratio", "log-growth of ||w_sig|| on S / sum of eta tau |l'| (Section 4.1.1)", 2),
     ("outside_mass", "outside_mass_change", "Mass share outside S: change over the phase", 3),
+    ("linear_rate", "linear_rate_ratio", "growth of ||w_sig|| on S / sum of eta tau |l'| (Remark 4.3)", 2),
     ("margin_rate", "margin_rate_ratio", "log-growth of gamma_min / sum of log(1 + 2 eta tau g_max) (Lemma 4.4)", 2),
     ("exp_log", "log_exponent", "Exponent of L(d)", 2),
     ("exp_eta", "eta_exponent", "Exponent of eta", 2),

@@ -113,7 +113,7 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
         plain = late.get("lr_w", 1e-4) == 1e-4 and late.get("lr_a", 1000) == 1000 and not candidate.tune
         assert (candidate.name in table_1.among) == (plain and candidate.tuned), candidate.name
     assert [c.name for c in spec.candidates if not c.tuned] == ["eq. (278) one eta"]
-    assert [c.name for c in spec.candidates if c.tune] == ["erasing, tuned pair"]
+    assert [c.name for c in spec.candidates if c.tune] == ["erasing, tuned pair", "kept, eta1 = 15, tuned pair"]
     cosine = objectives["One Step cosine"]
     assert [t.label for t in cosine.targets] == ["One Step: cos_similarity"]
     assert cosine.among and all(name.startswith("kept") for name in cosine.among)

@@ -72,7 +72,7 @@ def test_the_glasgow_plan_measures_theorem_3_1_the_phases_and_the_remarks_agains
     rules = judgement_rules("glasgow2023")
     assert set(rules["tolerances"]) == {
         "alpha", "log_power", "exp_log", "exp_eta", "theta_slope", "form_error", "loss_decay", "boundary", "margin",
-        "gamma", "growth", "growth_rate", "outside_mass", "margin_rate", "test",
+        "gamma", "growth", "growth_rate", "outside_mass", "linear_rate", "margin_rate", "test",
     }  # fmt: skip
     # Theorem 3.1's own conclusion is a row: the loss at the stopping time falls as (log d)^(-c), c > 0.
     stopping = numbers["Phases", "Test loss at the stopping time (Theorem 3.1)"]
@@ -699,7 +699,8 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
     assert cells["Remarks 2.1 and 4.3", "Network", "growth"].paper is None  # trained: judged by growth_rate
     assert cells["Remarks 2.1 and 4.3", "Network", "margin_rate"].relation == ">"  # Lemma 4.4's bound
     assert cells["Remarks 2.1 and 4.3", "Network", "growth_rate"].relation == "="  # Section 4.1.1's rate: 1
-    assert cells["Remarks 2.1 and 4.3", frozen, "growth_rate"].relation == "<"
+    assert cells["Remarks 2.1 and 4.3", frozen, "growth_rate"].paper is None  # for a linear growth, a matter of scale
+    assert cells["Remarks 2.1 and 4.3", frozen, "linear_rate"].relation == "="  # Remark 4.3's linear rate: 1
     text = (out / "report.md").read_text()
     assert "(paper < 2.00)" in text and "n* / (d log^2 d)" in text and "T_1 eta / log d" in text
     assert "Theta forms, T = c L(d)/eta + b" in text and "E ||w_perp + w_opp||^2 at T_1" in text
