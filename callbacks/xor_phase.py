@@ -313,9 +313,10 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 metrics[tag] = torch.tensor(float(step))
 
         data = self.data_model
+        test_loss = None  # (S,): each member's test loss, for the plateau read at its boundary step
         if self.evaluate_test and data.set_size("test"):
-            loss, error = pl_module.evaluate_dataset(*data.eval_set("test"), chunk=data.eval_batch_size)
-            metrics["phase/test_loss"] = loss.mean()
+            test_loss, error = pl_module.evaluate_dataset(*data.eval_set("test"), chunk=data.eval_batch_size)
+            metrics["phase/test_loss"] = test_loss.mean()
             metrics["phase/test_error"] = error.mean()
 
         if coverage is None:  # no learned neurons (the NTK): no phase boundary to detect
@@ -325,13 +326,20 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             if step in self._picture_steps:
                 self.draw_neurons(trainer, w[0], a[0], mu_1, mu_2, step)
         reached = coverage.min(dim=1).values >= self.boundary_fraction  # (S,)
+        arriving = [hit and self.boundary_steps[s] is None for s, hit in enumerate(reached.tolist())]
+        if any(arriving) and test_loss is None and data.set_size("test"):  # the plateau, read once per arrival
+            test_loss, _ = pl_module.evaluate_dataset(*data.eval_set("test"), chunk=data.eval_batch_size)
         for s, hit in enumerate(reached.tolist()):
             if hit and self.boundary_steps[s] is None:
                 self.boundary_steps[s] = step
                 # Lemma 4.1's conclusion: E ||w_perp + w_opp||^2 <= theta at the end of signal finding
                 # (w_perp and w_opp are orthogonal, so the squared norm is their squares' sum).
                 off = comp["perp"][s].to(torch.float64) ** 2 + comp["opp"][s].to(torch.float64) ** 2
-                self.boundary_stats[s] = {"off_signal_sq": float(off.mean())}
+                self.boundary_stats[s] = {
+                    "off_signal_sq": float(off.mean()),
+                    # Section 4.1: the loss sits near its value at f = 0 (2 log 2) through signal finding.
+                    "test_loss": None if test_loss is None else float(test_loss[s]),
+                }
                 tag = "phase/boundary_step" if len(reached) == 1 else f"phase_members/boundary_step_{s}"
                 metrics[tag] = torch.tensor(float(step))
                 self.heavy_sets[s] = heavy[s].tolist()
@@ -508,6 +516,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             "heavy_growth": growth,
             "outside_mass_change": change,
             "off_signal_sq_at_boundary": stat(self.boundary_stats, "off_signal_sq"),
+            "test_loss_at_boundary": stat(self.boundary_stats, "test_loss"),
             "gamma_ratio_at_margin": stat(self.margin_stats, "gamma_ratio"),
             "balance_at_margin": stat(self.margin_stats, "balance"),
             "growth_rate_ratio": [self._rate_ratio(s) for s in range(len(self.heavy_tracks))],

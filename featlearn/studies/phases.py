@@ -108,6 +108,7 @@ STOPPING_LOSS = "Test loss at the stopping time (Theorem 3.1)"
 
 #: XORPhaseDiagnostics' per-seed quantities of Lemmas 4.1 and 4.4: key -> the table's heading.
 LEMMA_QUANTITIES = {
+    "test_loss_at_boundary": "test loss at T_1 (2 log 2 = 1.386 at f = 0)",
     "off_signal_sq_at_boundary": "E ||w_perp + w_opp||^2 at T_1",
     "gamma_ratio_at_margin": "gamma_max / gamma_min at t",
     "balance_at_margin": "|a| / ||w|| at t",
@@ -119,7 +120,8 @@ def lemma_lines(rows: list[dict]) -> list[str]:
     if not any(r.get(key) for r in rows for key in LEMMA_QUANTITIES):
         return []
     lines = [
-        "Lemma 4.1 ends signal finding with E ||w_perp + w_opp||^2 <= theta (the mean over neurons at each seed's "
+        "Signal finding leaves the loss near its value at f = 0, 2 log 2 (the test loss at each seed's T_1); "
+        "Lemma 4.1 ends it with E ||w_perp + w_opp||^2 <= theta (the mean over neurons at each seed's "
         "T_1; the ratio to theta must stay at or below 1), and Section 4.1 keeps the clusters' margins balanced "
         "and each neuron near |a_w| = ||w|| (read at each seed's margin step t): mean ± std over the seeds that "
         "reached the step.",

@@ -122,7 +122,7 @@ def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_th
     assert set(results) == {
         "boundary_step", "margin_step", "final_gamma_min", "heavy_growth", "outside_mass_change",
         "off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin", "growth_rate_ratio",
-        "margin_rate_ratio", "linear_rate_ratio",
+        "margin_rate_ratio", "linear_rate_ratio", "test_loss_at_boundary",
     }  # fmt: skip
     by_step = {h["step"]: h for h in cb.history}
     for s, (boundary, margin) in enumerate(zip(results["boundary_step"], results["margin_step"], strict=True)):
@@ -150,6 +150,8 @@ def test_margin_step_ends_the_signal_heavy_phase_and_the_heavy_set_is_tracked_th
         assert results["off_signal_sq_at_boundary"][s] > 0 and 1.0 <= results["gamma_ratio_at_margin"][s] < 100
         assert 0 < results["balance_at_margin"][s] < 10
     assert cb.boundary_stats[0]["off_signal_sq"] == results["off_signal_sq_at_boundary"][0]
+    # The test loss at each member's boundary step: the logged mean's members, below 2 log 2 at f = 0.
+    assert all(0 < loss < 2 * math.log(2) for loss in results["test_loss_at_boundary"])
     # Section 4.1.1's rate: the recorded eta tau |l'| is the rate 0.3 times tau times a mean |l'| in (0, 2).
     for s in range(2):
         steps = [t for t, _ in cb.rate_tracks[s]]
@@ -276,6 +278,8 @@ def test_the_heavy_sets_growth_follows_section_4_2s_rate_when_both_layers_train_
         ratios[frozen] = cb.member_results()["growth_rate_ratio"]
         margins[frozen] = cb.member_results()["margin_rate_ratio"]
         linear[frozen] = cb.member_results()["linear_rate_ratio"]
+        # evaluate_test off: the test loss is still read once, at each member's boundary step (the plateau)
+        assert all(loss is not None for loss in cb.member_results()["test_loss_at_boundary"])
         tracks[frozen] = cb.margin_tracks
     # Measured: 0.97 and 0.97 trained, 0.58 and 0.62 frozen (d = 16, eta = theta = 0.36).
     assert all(abs(r - 1) < 0.1 for r in ratios[False]) and all(r < 0.8 for r in ratios[True]), ratios

@@ -52,14 +52,15 @@ def test_phase_settings_reads_d_eta_theta_and_each_seeds_lengths_from_the_method
         "d=32, w": {"boundary_step": [7, 8], "margin_step": [20, 21]},
     }
     rows = phase_settings(tmp_path, results, slug)
-    quantities = ("off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin")
+    quantities = ("test_loss_at_boundary", "off_signal_sq_at_boundary", "gamma_ratio_at_margin", "balance_at_margin")
     assert [rows[0].pop(k) for k in ("final_test_loss", "final_test_error")] == [[], []]  # not in these results
     assert [rows[1].pop(k) for k in ("final_test_loss", "final_test_error")] == [[], []]
-    assert [rows[0].pop(k) for k in quantities] == [[0.1, 0.3], [1.5, 2.5], [1.0, 1.2]]  # seeds that reached it
-    assert [rows[1].pop(k) for k in quantities] == [[], [], []]  # a run without them: none
+    assert [rows[0].pop(k) for k in quantities] == [[], [0.1, 0.3], [1.5, 2.5], [1.0, 1.2]]  # seeds that reached it
+    assert [rows[1].pop(k) for k in quantities] == [[], [], [], []]  # a run without them: none
     lines = lemma_lines([{**rows[0], "off_signal_sq_at_boundary": [0.1, 0.3], "gamma_ratio_at_margin": [2.0],
                           "balance_at_margin": []}])  # fmt: skip
-    assert lines[-1] == "| d=16, eta=theta | 16 | 0.36 | 0.2 ± 0.14 | 2 | not reached | 0.56 |"  # 0.2 / 0.36
+    # the ratio to theta: 0.2 / 0.36
+    assert lines[-1] == "| d=16, eta=theta | 16 | 0.36 | not reached | 0.2 ± 0.14 | 2 | not reached | 0.56 |"
     assert lemma_lines([rows[1]]) == []
     assert rows == [
         {
