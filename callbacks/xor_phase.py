@@ -344,27 +344,27 @@ class XORPhaseDiagnostics(DiagnosticCallback):
                 metrics[tag] = torch.tensor(float(step))
                 self.heavy_sets[s] = heavy[s].tolist()
         metrics.update(self._track_heavy_sets(comp, step))
-        self._track_rates(comp, g, pl_module, step)
-        self._track_margins(gamma, g, pl_module, step)
+        # The first layer's rate of the update that follows this cadence step (updates count from 1).
+        eta = pl_module.scheduled_values(step + 1).get("lr_w")
+        if eta is not None:  # None: no first-layer group, no rate to predict with
+            self._track_rates(comp, g, float(eta), step)
+            self._track_margins(gamma, g, float(eta), step)
         return metrics
 
-    def _track_margins(self, gamma: Tensor, g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
+    def _track_margins(self, gamma: Tensor, g: Tensor, eta: float, step: int) -> None:
         """Record Lemma 4.4's margin growth from each member's boundary step: gamma_min and its predicted log-factor.
 
         Lemma 4.4 (item 2): gamma_min^(t+1) >= (1 + 2 eta tau (1 - o(1)) g_max) gamma_min^(t), with g_max the
         largest |l'| over the four clusters (the weakest cluster's); recorded as (step, gamma_min,
         log(1 + 2 eta tau g_max)), eta the first layer's rate of the next update. gamma, g: (S, 4).
         """
-        eta = pl_module.scheduled_values(step + 1).get("lr_w")
-        if eta is None:
-            return
         gamma_min, g_max = gamma.min(dim=1).values.tolist(), g.max(dim=1).values.tolist()
         for s, members_set in enumerate(self.heavy_sets):
             if members_set is not None:
-                factor = math.log1p(2.0 * float(eta) * TAU * float(g_max[s]))
+                factor = math.log1p(2.0 * eta * TAU * float(g_max[s]))
                 self.margin_tracks[s].append((step, float(gamma_min[s]), factor))
 
-    def _track_rates(self, comp: dict[str, Tensor], g: Tensor, pl_module: pl.LightningModule, step: int) -> None:
+    def _track_rates(self, comp: dict[str, Tensor], g: Tensor, eta: float, step: int) -> None:
         """Record Section 4.1.1's predicted log-rate of ||w_sig|| on each member's S: eta tau |l'(mu)|.
 
         Item 1 of Section 4.1.1: -w_sig . grad ~ |a_w l'(mu)| tau with tau = sqrt(2)/4, and |a_w| ~ ||w|| on S,
@@ -372,12 +372,6 @@ class XORPhaseDiagnostics(DiagnosticCallback):
         the mean over S of eta tau |l'| at each neuron's cluster (g: (S, 4), in CLUSTERS' order), eta the
         first layer's rate of the next update.
         """
-        if all(members_set is None for members_set in self.heavy_sets):
-            return
-        # The rate of the update that follows this cadence step (updates count from 1); None: no first-layer group.
-        eta = pl_module.scheduled_values(step + 1).get("lr_w")
-        if eta is None:
-            return
         for s, members_set in enumerate(self.heavy_sets):
             if members_set is None:
                 continue
@@ -385,7 +379,7 @@ class XORPhaseDiagnostics(DiagnosticCallback):
             if not bool(in_s.any()):
                 continue
             served = g[s][comp["cluster"][s][in_s]]  # (|S|,): |l'| at each neuron's cluster
-            self.rate_tracks[s].append((step, float(eta) * TAU * float(served.to(torch.float64).mean())))
+            self.rate_tracks[s].append((step, eta * TAU * float(served.to(torch.float64).mean())))
 
     def _track_heavy_sets(self, comp: dict[str, Tensor], step: int) -> dict[str, Tensor]:
         """Record, for every member with a heavy set S, mean ||w_sig|| on S and the mass share outside S."""

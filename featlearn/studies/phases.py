@@ -200,6 +200,16 @@ def loss_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def inside_theorem(rows: list[dict]) -> list[dict]:
+    """The settings inside Theorem 3.1's eta <= theta: a larger step size is measured, not fitted."""
+    return [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
+
+
+def fitted_settings(rows: list[dict], phase: str) -> list[dict]:
+    """The settings a fit of ``phase`` reads: inside eta <= theta, with every seed's length measured and positive."""
+    return [r for r in inside_theorem(rows) if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+
+
 def _least_squares(rows: list[dict], lengths: list[np.ndarray], rate) -> np.ndarray:
     """(c, beta_L, beta_eta) of log mean-log-T on [1, log L(d), log eta]."""
     design = np.array([[1.0, math.log(rate(r["d"])), math.log(r["eta"])] for r in rows])
@@ -217,8 +227,8 @@ def fit_phase(rows: list[dict], phase: str, resamples: int = 2000, seed: int = 0
     """
     _, _, rate = PHASES[phase]
     # Theorem 3.1 (and Lemma C.1 under Lemma 4.1) asks eta <= theta: a larger step size is measured, not fitted.
-    inside = [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
-    usable = [r for r in inside if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    inside = inside_theorem(rows)
+    usable = fitted_settings(rows, phase)
     if len(usable) < 4 or len({r["d"] for r in usable}) < 2 or len({r["eta"] for r in usable}) < 2:
         return None
     lengths = [np.array(r[phase]) for r in usable]
@@ -275,8 +285,7 @@ def fit_theta_form(rows: list[dict], phase: str, resamples: int = 2000, seed: in
         every setting; ``eta_ratio``: the largest eta over the smallest, how far eta varied), or None
         with fewer than four usable settings or a single eta.
     """
-    inside = [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
-    usable = [r for r in inside if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    usable = fitted_settings(rows, phase)
     if len(usable) < 4 or len({r["eta"] for r in usable}) < 2:
         return None
     lengths = [np.array(r[phase]) for r in usable]
@@ -324,8 +333,7 @@ def predict_theta_forms(rows: list[dict], phase: str, resamples: int = 2000, see
         (levels of :data:`THETA_LEVELS`), or None without two smaller d, two eta each side or
         every seed measured.
     """
-    inside = [r for r in rows if r["eta"] <= r.get("theta", math.inf) * (1 + 1e-9)]
-    usable = [r for r in inside if r["seeds"] and len(r[phase]) == r["seeds"] and min(r[phase]) > 0]
+    usable = fitted_settings(rows, phase)
     dims = sorted({r["d"] for r in usable})
     if len(dims) < 3:
         return None
