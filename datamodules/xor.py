@@ -11,7 +11,7 @@ from featlearn.linalg import orthonormal_columns
 from featlearn.sampling import rademacher
 from featlearn.schedules import ScheduleSpec
 from featlearn.seeding import STRUCTURE, derive_seed
-from featlearn.validation import check_bool, check_int, is_int
+from featlearn.validation import check_bool, check_int, check_number, is_int
 
 
 class Hypercube(SyntheticDataModule):
@@ -165,6 +165,10 @@ class SparseParity(Hypercube):
         sign: s, +1 or -1.
         rotate: Apply a random rotation of the basis.
         rotation_seed: Seed of the rotation.
+        label_noise: The probability, in [0, 0.5], that a label is flipped (independently per
+            sample, held-out sets included). 0.5 makes the labels independent of x: "training on
+            noise", the rival of Barak et al.'s hidden progress (their Figure 3), with the same
+            support to measure the weights on.
         **kwargs: Forwarded to :class:`SyntheticDataModule` (``train_size`` for a finite
             training set, else online; ``test_size``, ``seed``, ...).
     """
@@ -178,10 +182,12 @@ class SparseParity(Hypercube):
         sign: int = 1,
         rotate: bool = False,
         rotation_seed: int = 0,
+        label_noise: float = 0.0,
         **kwargs,
     ) -> None:
         super().__init__(dim, rotate=rotate, rotation_seed=rotation_seed, batch_size=batch_size, **kwargs)
         check_int("data.k", k, 1)
+        self.label_noise = float(check_number("data.label_noise", label_noise, 0.0, 0.5))
         check_int("data.dim", dim, k, hint=f" (a {k}-sparse parity needs {k} bits or more)")
         support = tuple(range(k)) if support is None else tuple(support)
         if len(support) != k or not all(is_int(i) and 0 <= i < dim for i in support):
@@ -199,6 +205,14 @@ class SparseParity(Hypercube):
     def label(self, x: Tensor) -> Tensor:
         """The labels y = s prod_{i in S} x_i (n,) of unrotated points x (n, d)."""
         return self.sign * x[:, list(self.support)].prod(dim=1)
+
+    def sample(self, n: int, generator: torch.Generator, device: torch.device) -> tuple[Tensor, Tensor]:
+        """The hypercube's draw, each label then flipped with probability ``label_noise`` (none drawn at 0)."""
+        x, y = super().sample(n, generator, device)
+        if self.label_noise:
+            flip = torch.rand(n, generator=generator, device=device) < self.label_noise  # (n,)
+            y = torch.where(flip, -y, y)
+        return x, y
 
     def ground_truth(self) -> GroundTruth:
         """``support``: the directions R e_i, i in S, (k, d); at k = 2 also XOR's ``mu_1`` (label +1) and ``mu_2``."""

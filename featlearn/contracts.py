@@ -365,6 +365,14 @@ class FilterLearner(Protocol):
         """Layer name -> (filters, fan_in) of one member (or their gradients)."""
 
 
+@runtime_checkable
+class GradientLearner(Protocol):
+    """A learner that gives the gradient of its loss with respect to its first-layer neurons (``TwoLayerNet``)."""
+
+    def first_layer_gradient(self, x: Tensor, y: Tensor, chunk: int = 65536) -> Tensor | None:
+        """The gradient (S, p, d) of each member's mean data loss on (x, y) in its neurons w; None without neurons."""
+
+
 # ---------------------------------------------------------------------------- learner declarations
 @runtime_checkable
 class DataDerivedConstants(Protocol):

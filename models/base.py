@@ -120,6 +120,9 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
             b_t = g_t at steps where mu(t) = 0), set at every step like the rates. The
             buffers live in the optimizer's state, so checkpoints keep them. 0 (the
             default) is plain SGD, bit for bit.
+        update_rule: ``sgd`` (the default) steps along the gradient; ``sign`` along the sign
+            of each of its coordinates, theta <- theta - c eta(t) sign(g_t) (sign SGD, Kou et
+            al. 2024; plain steps only, momentum 0). Every learner takes it.
     """
 
     #: What the learner needs of its data model (protocols of :mod:`featlearn.contracts`), checked by
@@ -149,6 +152,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         class_weighting: ScheduleSpec = 0.0,
         positive_rate: float | None = None,
         grid_points: int = 1,
+        update_rule: str = "sgd",
     ) -> None:
         super().__init__()
         check_choice("model.loss", loss, sorted(LOSSES))
@@ -171,7 +175,7 @@ class ScheduledSGDModule(pl.LightningModule, abc.ABC):
         if any(v >= 1 for v in _segment_values(self.momentum)):
             raise ValueError(f"model.momentum must lie in [0, 1) at every step, got {momentum!r}.")
         #: The update rule: parameter groups, their schedules, momentum, idle groups (:mod:`~featlearn.models.sgd`).
-        self.sgd = ScheduledSGD(self.momentum)
+        self.sgd = ScheduledSGD(self.momentum, update_rule)
         #: The divergence check, the logged member losses and the train curves after each update. Public:
         #: observers read its ``logged_member_losses`` (step -> losses (S,)) and the studies its
         #: ``diverged_members`` (member -> first bad step) (:class:`~featlearn.contracts.UpdateLog`).

@@ -82,9 +82,14 @@ class NetworkEnsemble(ScheduledSGDModule):
         max_members_logged: int,
         loss: str = "logistic",
         linearize: bool = False,
+        update_rule: str = "sgd",
     ) -> None:
         super().__init__(
-            loss=loss, ensemble_size=ensemble_size, max_members_logged=max_members_logged, momentum=momentum
+            loss=loss,
+            ensemble_size=ensemble_size,
+            max_members_logged=max_members_logged,
+            momentum=momentum,
+            update_rule=update_rule,
         )
         if not isinstance(network, nn.Module):
             raise ValueError(f"model.network must be an nn.Module (a class_path and init_args), got {network!r}.")
@@ -166,6 +171,7 @@ class ModuleClassifier(NetworkEnsemble):
         max_members_logged: Per-member curves are logged when S is at most this.
         linearize: Train the network's linearisation at its initialisation instead (the
             NTK baseline of this network: :class:`~featlearn.models.linearize.Linearized`).
+        update_rule: ``sgd`` or ``sign`` (sign SGD; see :class:`ScheduledSGDModule`).
     """
 
     def __init__(
@@ -179,9 +185,19 @@ class ModuleClassifier(NetworkEnsemble):
         seed: int | None = None,
         max_members_logged: int = 8,
         linearize: bool = False,
+        update_rule: str = "sgd",
     ) -> None:
         super().__init__(
-            network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, loss=loss, linearize=linearize
+            network,
+            lr,
+            weight_decay,
+            momentum,
+            ensemble_size,
+            seed,
+            max_members_logged,
+            loss=loss,
+            linearize=linearize,
+            update_rule=update_rule,
         )
         self.save_hyperparameters(ignore=["network"])
 

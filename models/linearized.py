@@ -66,6 +66,11 @@ class LinearizedTwoLayerNet(TwoLayerNet):
                 )
             self.net = Linearized(self.two_layer)  # the same base network, expanded by torch.func
         self.kernel_max_samples = check_int("model.kernel_max_samples", kernel_max_samples, 1)
+        if form == "kernel" and self.sgd.rule == "sign":
+            raise ValueError(
+                "model.update_rule: sign steps on the signs of the parameters' gradient, which the kernel form "
+                "(a step on dual coefficients) cannot take: set model.form: linear, or update_rule: sgd."
+            )
         if form == "kernel" and self.grid_points > 1:
             raise ValueError(
                 "model.form: kernel trains one set of dual coefficients per member from the data's streams: "
@@ -298,4 +303,8 @@ class LinearizedTwoLayerNet(TwoLayerNet):
 
     def output_weights(self) -> None:
         """None: there are no learned neurons for output weights to sit on."""
+        return None
+
+    def first_layer_gradient(self, x: Tensor, y: Tensor, chunk: int = 65536) -> None:
+        """None: the lazy model has no learned neurons whose gradient would mean what the network's does."""
         return None

@@ -81,6 +81,7 @@ class MulticlassClassifier(NetworkEnsemble):
         seed: Initialisation seed; default: the global seed.
         max_members_logged: Per-member curves are logged when S is at most this.
         linearize: Train the network's linearisation at its initialisation (its NTK regime).
+        update_rule: ``sgd`` or ``sign`` (sign SGD; see :class:`~featlearn.models.base.ScheduledSGDModule`).
     """
 
     data_requirements = (EvaluationData, ClassData)
@@ -98,9 +99,18 @@ class MulticlassClassifier(NetworkEnsemble):
         seed: int | None = None,
         max_members_logged: int = 8,
         linearize: bool = False,
+        update_rule: str = "sgd",
     ) -> None:
         super().__init__(
-            network, lr, weight_decay, momentum, ensemble_size, seed, max_members_logged, linearize=linearize
+            network,
+            lr,
+            weight_decay,
+            momentum,
+            ensemble_size,
+            seed,
+            max_members_logged,
+            linearize=linearize,
+            update_rule=update_rule,
         )
         self.num_classes = check_int("model.num_classes", num_classes, 2)
         self.entropy_weight = float(check_number("model.entropy_weight", entropy_weight, 0.0))

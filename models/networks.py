@@ -73,7 +73,7 @@ SMOOTHED_DERIVATIVES: dict[str, Callable[[Tensor, float], Tensor]] = {
     "truncated_relu": lambda z, std: _smoothed_step(z, std) - _smoothed_step(z - 1.0, std),
     "quadratic": lambda z, std: 2.0 * z,
 }
-INITS = ("sphere", "gaussian_symmetric")
+INITS = ("sphere", "gaussian_symmetric", "gaussian")
 
 
 @dataclass
@@ -112,13 +112,16 @@ class Initialization:
       with negated a, so f = 0 at initialisation. A sigma left null is filled by the
       command line from the data model's ``process_constants()`` (for Shi's data:
       sigma_w = 1/k, sigma_b = 1/k^2, sigma_a = sigma~^2 / (gamma k^2)).
+    * ``gaussian`` (Barak et al. 2022, Appendix D: "Kaiming initialization"): the same
+      Gaussians drawn independently for every neuron, no mirrored pairs, so f is not 0 at
+      initialisation. The stds must be given.
 
     Args:
-        scheme: ``sphere`` or ``gaussian_symmetric``.
+        scheme: ``sphere``, ``gaussian_symmetric`` or ``gaussian``.
         scale: theta for ``sphere``.
-        sigma_w: Std of w for ``gaussian_symmetric``.
-        sigma_b: Std of b for ``gaussian_symmetric``.
-        sigma_a: Std of a for ``gaussian_symmetric``.
+        sigma_w: Std of w for the Gaussian schemes.
+        sigma_b: Std of b for the Gaussian schemes.
+        sigma_a: Std of a for the Gaussian schemes.
         a_scale: |a_j| for ``sphere`` (null: ||w_j||, the paper's balanced start).
     """
 
@@ -144,7 +147,7 @@ class Initialization:
         if given:
             raise ValueError(
                 f"model.init.{given[0]} is not used by scheme {self.scheme}: remove it, or choose the scheme that "
-                f"uses it (scale, a_scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric)."
+                f"uses it (scale, a_scale: sphere; sigma_w, sigma_b, sigma_a: gaussian_symmetric or gaussian)."
             )
 
 
@@ -331,9 +334,13 @@ class TwoLayerNetwork(nn.Module):
         for name in ("sigma_w", "sigma_b", "sigma_a"):
             if getattr(init, name) is None:
                 raise ValueError(
-                    f"model.init.{name} must be set to a std >= 0 for scheme: gaussian_symmetric (or left null "
-                    f"for the command line to derive it from a data model that states it), got None."
+                    f"model.init.{name} must be set to a std >= 0 for scheme: {init.scheme} (or, for "
+                    f"gaussian_symmetric, left null for the command line to derive it from a data model that "
+                    f"states it), got None."
                 )
+        if init.scheme == "gaussian":
+            self.init_gaussian_(init.sigma_w, init.sigma_b, init.sigma_a, generators)
+            return
         self.init_gaussian_symmetric_(init.sigma_w, init.sigma_b, init.sigma_a, generators)
 
     @torch.no_grad()
@@ -383,6 +390,20 @@ class TwoLayerNetwork(nn.Module):
             self.a[s].copy_(torch.cat([a, -a]))
             if self.b is not None:
                 self.b[s].copy_(torch.cat([b, b]))
+
+    @torch.no_grad()
+    def init_gaussian_(self, sigma_w: float, sigma_b: float, sigma_a: float, generators: list[torch.Generator]) -> None:
+        r"""Independent Gaussians: w_j ~ N(0, sigma_w^2 I_d), b_j ~ N(0, sigma_b^2), a_j ~ N(0, sigma_a^2) for every j.
+
+        Barak et al.'s (2022) Gaussian initialisation (Appendix D, the "Kaiming" convention:
+        sigma_w = sqrt(2 / n) for ReLU). No mirrored pairs: f is not 0 at initialisation.
+        """
+        for s, gen in enumerate(generators):
+            self.w[s].copy_(torch.randn(self.width, self.input_dim, generator=gen, dtype=torch.float64) * sigma_w)
+            self.a[s].copy_(torch.randn(self.width, generator=gen, dtype=torch.float64) * sigma_a)
+            b = torch.randn(self.width, generator=gen, dtype=torch.float64) * sigma_b
+            if self.b is not None:
+                self.b[s].copy_(b)
 
     def extra_repr(self) -> str:  # noqa: D102
         return (

@@ -16,7 +16,10 @@ from pytorch_lightning.core.optimizer import LightningOptimizer
 from torch import Tensor, nn
 
 from featlearn.schedules import PointSchedules, Schedule, point_values
+from featlearn.validation import check_choice
 
+#: What a step follows: the gradient (``sgd``) or the sign of each of its coordinates (``sign``).
+UPDATE_RULES = ("sgd", "sign")
 #: A rate or L2 schedule: shared by every member, or one per grid point (:class:`PointSchedules`).
 AnySchedule = Schedule | PointSchedules
 #: A parameter group: its parameters, its rate schedule eta_g(t), its L2 schedule lambda_g(t).
@@ -47,12 +50,27 @@ class ScheduledSGD:
     a run with the point's values alone, bit for bit on the CPU (tested). Per-point values
     need plain SGD (no momentum).
 
+    **Sign SGD.** With ``rule="sign"`` every coordinate of g_t is replaced by its sign before
+    the step, :math:`\theta_g \leftarrow \theta_g - c\, \eta_g(t)\, \mathrm{sign}(g_t)`
+    (sign(0) = 0): the update of Kou et al. (2024) for sparse parities, on the same groups,
+    schedules and per-point blocks. The sign is taken coordinate by coordinate, so the
+    members stay independent. It takes plain steps (no momentum: Signum's sign of the
+    buffer is another rule).
+
     Args:
         momentum: The momentum schedule mu(t), in [0, 1).
+        rule: ``sgd`` (the gradient) or ``sign`` (its coordinates' signs), one of :data:`UPDATE_RULES`.
     """
 
-    def __init__(self, momentum: Schedule) -> None:
+    def __init__(self, momentum: Schedule, rule: str = "sgd") -> None:
+        check_choice("model.update_rule", rule, UPDATE_RULES)
+        if rule == "sign" and not momentum.is_zero:
+            raise ValueError(
+                "model.update_rule 'sign' takes plain sign steps: set model.momentum to 0 (or use update_rule: sgd)."
+            )
         self.momentum = momentum
+        #: ``sgd`` or ``sign``: what each step follows, the gradient or its signs.
+        self.rule = rule
         #: The trained groups: name -> (parameters, rate schedule, L2 schedule), in optimizer order.
         self.groups: dict[str, Group] = {}
 
@@ -103,6 +121,8 @@ class ScheduledSGD:
         the one taken then, so strategies and precision plugins see it).
         """
         inner = optimizer.optimizer if isinstance(optimizer, LightningOptimizer) else optimizer
+        if self.rule == "sign":
+            _sign_gradients(inner)
         momentum = self.momentum(step)
         for group, (params, lr, _) in zip(inner.param_groups, self.groups.values(), strict=True):
             rate = lr(step)
@@ -140,6 +160,15 @@ def _member_column(values: tuple[float, ...], like: Tensor) -> Tensor:
     """Per-point ``values`` as one value per member, shaped (S, 1, ...) to broadcast against ``like`` (S, ...)."""
     column = torch.tensor(point_values(values, like.shape[0]), dtype=like.dtype, device=like.device)
     return column.view(-1, *([1] * (like.dim() - 1)))
+
+
+@torch.no_grad()
+def _sign_gradients(optimizer: torch.optim.Optimizer) -> None:
+    """Replace every gradient by the signs of its coordinates, in place (sign SGD)."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                p.grad.sign_()
 
 
 @torch.no_grad()

@@ -186,6 +186,9 @@ class TwoLayerNet(ScheduledSGDModule):
             seed alone, bit for bit on the CPU. A member that diverges is recorded
             (``updates.diverged_members``) while the others train on. Needs plain SGD (no momentum)
             and ``noise_mode: sample``.
+        update_rule: ``sgd`` (the default) or ``sign``: sign SGD, each coordinate of the
+            gradient replaced by its sign (Kou et al. 2024), theta <- theta - c eta sign(g);
+            plain steps only (momentum 0). See :class:`~featlearn.models.base.ScheduledSGDModule`.
     """
 
     #: The fields of ``training`` that ``member_values`` may give per grid point: all of them.
@@ -212,6 +215,7 @@ class TwoLayerNet(ScheduledSGDModule):
         class_weighting: ScheduleSpec = 0.0,
         positive_rate: float | None = None,
         member_values: Mapping[str, list] | None = None,
+        update_rule: str = "sgd",
     ) -> None:
         points = grid_points(member_values, self.MEMBER_VALUE_ARGUMENTS)
         super().__init__(
@@ -222,6 +226,7 @@ class TwoLayerNet(ScheduledSGDModule):
             class_weighting=class_weighting,
             positive_rate=positive_rate,
             grid_points=len(points),
+            update_rule=update_rule,
         )
         self.save_hyperparameters()
         input_dim, network = member_architecture(network, input_dim)
@@ -509,6 +514,32 @@ class TwoLayerNet(ScheduledSGDModule):
     def output_weights(self) -> Tensor:
         """The second-layer weights a (S, p)."""
         return self.two_layer.a.detach()
+
+    def first_layer_gradient(self, x: Tensor, y: Tensor, chunk: int = 65536) -> Tensor:
+        r"""The gradient of each member's mean data loss on a set with respect to its neurons: (S, p, d).
+
+        :math:`\nabla_{w} \frac1n \sum_i \ell(y_i f_s(x_i))` for x (S, n, d) (or shared (n, d)) and
+        y (S, n), in ``chunk`` samples at a time; the objective's decay and the training noise
+        are left out (the population gradient of the loss, estimated on the set). Observers use
+        it for the gradient's structure (Barak et al.'s Fourier gap), never to update.
+        """
+        w = self.two_layer.w
+        frozen = not w.requires_grad  # a frozen first layer (or one idle this step) still has a gradient
+        grad = torch.zeros_like(w)
+        n = x.shape[-2]
+        try:
+            w.requires_grad_(True)
+            with torch.enable_grad():
+                for i in range(0, n, chunk):
+                    xs = x[..., i : i + chunk, :].to(w.device)
+                    ys = y[..., i : i + chunk].to(w.device)
+                    f = self.two_layer(xs)  # (S, B), the network itself (no noise, no linearisation)
+                    total = self.margin_loss(ys * f).sum()  # summed over members: their gradients stay apart
+                    (part,) = torch.autograd.grad(total, w)
+                    grad += part
+        finally:
+            w.requires_grad_(not frozen)
+        return grad.detach() / n
 
     def scores(self, x: Tensor) -> Tensor:  # noqa: D102
         return self.net(x)

@@ -101,7 +101,7 @@ class _Images(HTMLParser):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("report", ["shi2022-cpu", "glasgow2023-cpu"])
+@pytest.mark.parametrize("report", ["shi2022-cpu", "glasgow2023-cpu", "barak2022-cpu"])
 def test_the_committed_reports_are_pages_with_their_figures(site, report):
     page = site / "reproduction" / report / "report" / "index.html"
     images = _Images()

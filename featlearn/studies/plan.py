@@ -21,7 +21,7 @@ from featlearn.config_files import resolve_config
 from featlearn.studies.trials import Launcher, load_yaml
 
 #: The papers a plan ships for: name -> plan file (a shipped config name).
-PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023"}
+PAPERS = {"shi2022": "reproduce/shi2022", "glasgow2023": "reproduce/glasgow2023", "barak2022": "reproduce/barak2022"}
 SCALES = ("smoke", "cpu", "full")
 #: Metric columns of the paper's table file and of the report: (column, compare's metric, label, decimals).
 COLUMNS = (
@@ -56,9 +56,17 @@ COLUMNS = (
     ("form_error", "form_error", "Claimed form's error predicting the largest d (log or relative)", 3),
     ("loss_decay", "loss_decay", "c of the test loss ~ (log d)^(-c) at the stopping time", 2),
     ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
+    ("transition", "transition_step", "Transition step t_c (test error stays <= 5%)", 0),
+    ("n_exponent", "n_exponent", "Exponent a of t_c ~ n^a", 2),
+    ("plateau_share", "plateau_share", "Plateau share t_p / t_c (last step at chance / transition)", 2),
+    ("share_gain", "support_share_gain", "Share of mass on S at the plateau's end / at step 0", 2),
+    ("width_exponent", "width_exponent", "Exponent b of t_c ~ width^b", 2),
+    ("log_spread", "log_spread", "Spread of log t_c over seeds (std)", 2),
+    ("gap_start", "gradient_gap_start", "Fourier gap at step 0: RMS gradient on S / off S", 2),
+    ("gap_plateau", "gradient_gap_at_plateau", "Fourier gap at the plateau's end", 2),
 )
 #: Item kinds: what command an item runs.
-KINDS = ("compare", "samples", "phases", "teacher_check", "calibration")
+KINDS = ("compare", "samples", "phases", "transitions", "teacher_check", "calibration")
 #: A ``teacher_check`` item's row of the sizes Algorithm 1's own sweep chooses (its minimum, log2 m).
 TEACHER_SWEEP = "teacher sweep (Algorithm 1)"
 #: The test accuracy (percent) whose first step an item with ``speed: true`` measures per method.

@@ -4,6 +4,8 @@ An item of a paper's plan (:class:`~featlearn.studies.plan.Item`) is run by its 
 
 * :class:`ComparisonTable` (``compare``): a ``featlearn compare`` of methods, one table;
 * :class:`Phases` (``phases``): a compare over (d, eta) settings whose phase lengths are fitted;
+* :class:`Transitions` (``transitions``): a compare over sparse-parity settings whose transition
+  steps, plateaus and hidden progress are measured and fitted (:mod:`featlearn.studies.transitions`);
 * :class:`SampleComplexity` (``samples``): n*(d) per method and the fitted exponents;
 * :class:`TeacherCheck` (``teacher_check``): students' U-curves under teachers of several sizes;
 * :class:`CalibrationItem` (``calibration``): candidate choices of the paper's open constants on one
@@ -53,6 +55,12 @@ from featlearn.studies.phases import (
 )
 from featlearn.studies.plan import SPEED_ACCURACY, TEACHER_SWEEP, Item, Plan, RunSettings, judgement_rules
 from featlearn.studies.samples import samples
+from featlearn.studies.transitions import (
+    transition_lines,
+    transition_plot,
+    transition_results,
+    transition_settings,
+)
 from featlearn.studies.trials import BuildRun
 from featlearn.studies.tuning import CompareOptions
 
@@ -182,17 +190,39 @@ class ComparisonTable:
         return [p for p in (curve, train, loss, phases) if p] + neuron_pictures(outcome["folder"], figures, item.slug)
 
 
-class Phases(ComparisonTable):
-    """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
+class FittedSettings(ComparisonTable):
+    """A compare whose methods are settings of one experiment, each measured, then fitted across settings.
+
+    A subclass names its study's two steps: :meth:`settings_of` (each method's setting and its
+    members' measurements, from the compare's folder and results) and :meth:`cells_of` (the
+    report's cells and the fits, from those settings).
+    """
+
+    @staticmethod
+    def settings_of(folder: Path, results: dict[str, dict], slug) -> list[dict]:
+        """Each method's setting and its members' measurements."""
+        raise NotImplementedError
+
+    @staticmethod
+    def cells_of(settings: list[dict]) -> tuple[dict[str, dict], dict]:
+        """The report's cells (row -> {metric: values}) and the fits."""
+        raise NotImplementedError
 
     def run(self, item: Item, plan: Plan, args: RunSettings, configs: list, folder: Path, build: BuildRun) -> dict:
-        """Run the item's compare over its settings, then fit each phase's length against its rate."""
+        """Run the item's compare over its settings, then measure each and fit across them."""
         outcome = super().run(item, plan, args, configs, folder, build)
         if outcome["status"] != "run":
             return outcome
-        settings = phase_settings(folder, outcome["results"], lambda name: Method(name).slug)
-        cells, fits = phase_results(settings)
+        settings = self.settings_of(folder, outcome["results"], lambda name: Method(name).slug)
+        cells, fits = self.cells_of(settings)
         return {**outcome, "results": cells, "settings": settings, "fits": fits, "tuned": {}}
+
+
+class Phases(FittedSettings):
+    """A compare over (d, eta) settings whose phase lengths are fitted (:mod:`featlearn.studies.phases`)."""
+
+    settings_of = staticmethod(phase_settings)
+    cells_of = staticmethod(phase_results)
 
     def lines(self, outcome: dict) -> list[str]:  # noqa: D102
         settings = outcome["settings"]
@@ -211,6 +241,41 @@ class Phases(ComparisonTable):
         title = f"{item.id}: each phase's length x eta against its rate's L(d)"
         plot = phase_plot(outcome["settings"], figures / f"{item.slug}_phases.png", title, outcome["fits"])
         return [plot] if plot else []
+
+
+class Transitions(FittedSettings):
+    """A compare over sparse-parity settings: transitions, plateaus, hidden progress (:mod:`.transitions`)."""
+
+    settings_of = staticmethod(transition_settings)
+    cells_of = staticmethod(transition_results)
+
+    def lines(self, outcome: dict) -> list[str]:  # noqa: D102
+        return ["", *transition_lines(outcome["settings"], outcome["fits"])]
+
+    def pictures(self, item: Item, outcome: dict, figures: Path) -> list[Path]:  # noqa: D102
+        methods, folder = [r["method"] for r in outcome["settings"]], outcome["folder"]
+        fits = transition_plot(
+            outcome["fits"], figures / f"{item.slug}_transitions.png", f"{item.id}: transition step t_c (log-log)"
+        )
+        curves = [
+            draw_curves(
+                [(method, curve, "-", None) for method, curve in logged_curves(folder, methods, tag).items()],
+                figures / f"{item.slug}_{name}.png",
+                f"{item.id}: {label}, mean over seeds",
+                label,
+            )
+            for tag, name, label in PARITY_CURVES
+        ]
+        return [p for p in (fits, *curves) if p]
+
+
+#: Barak et al.'s curves a compare's runs log (ParityProgress): tag, file name, axis label.
+PARITY_CURVES = (
+    ("parity/test_error", "test_error", "test error"),
+    ("parity/support_share", "support_share", "share of the first layer's mass on S"),
+    ("parity/w_change_linf", "w_change_linf", "||w_t - w_0||_inf (Appendix C.3's rho)"),
+    ("parity/gradient_gap", "gradient_gap", "Fourier gap: RMS gradient on S / off S (Section 4.1)"),
+)
 
 
 class SampleComplexity:
@@ -354,6 +419,7 @@ class CalibrationItem:
 ITEM_KINDS: dict[str, ItemKind] = {
     "compare": ComparisonTable(),
     "phases": Phases(),
+    "transitions": Transitions(),
     "samples": SampleComplexity(),
     "teacher_check": TeacherCheck(),
     "calibration": CalibrationItem(),

@@ -219,7 +219,12 @@ def write_report(
         if outcome["status"] != "run":
             md += [f"**Not run**: {outcome['why']}", ""]
         else:
-            command = {"phases": "compare", "teacher_check": "teacher-check", "calibration": "calibrate"}.get(
+            command = {
+                "phases": "compare",
+                "transitions": "compare",
+                "teacher_check": "teacher-check",
+                "calibration": "calibrate",
+            }.get(
                 item.kind, item.kind
             )
             seconds = outcome["training_seconds"]

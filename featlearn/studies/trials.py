@@ -360,7 +360,8 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
         ``boundary_step`` and ``margin_step`` of ``XORPhaseDiagnostics``).
 
     Raises:
-        RuntimeError: Training stopped before ``trainer.max_steps``.
+        RuntimeError: Training stopped before ``trainer.max_steps`` without a callback's asking
+            (``trainer.should_stop``, e.g. ParityProgress's ``stop_after_settled``).
         KeyboardInterrupt: The run was interrupted (Lightning catches Ctrl-C and returns).
     """
     import torch
@@ -389,7 +390,8 @@ def measure_run(config_path: Path, build: BuildRun) -> dict:
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     if trainer.interrupted:
         raise KeyboardInterrupt
-    if trainer.max_steps and trainer.global_step < trainer.max_steps:
+    # A callback may end a run on purpose (ParityProgress once every seed learned): Lightning's trainer.should_stop.
+    if trainer.max_steps and trainer.global_step < trainer.max_steps and not trainer.should_stop:
         raise RuntimeError(
             f"Training stopped at step {trainer.global_step} of trainer.max_steps = {trainer.max_steps} "
             f"(config {config_path}); a trial needs a complete run."

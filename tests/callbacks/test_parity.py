@@ -45,6 +45,29 @@ def test_the_transition_is_the_first_step_from_which_the_error_stays_low():
     assert results["transition_step"] == [40, None]
     # The share at the last step at chance (0.48 >= 0.45, step 10) over step 0's: 2; member 1 never at chance again.
     assert results["support_share_gain"] == [pytest.approx(2.0), None]
+    assert results["plateau_end_step"] == [10, None]
+
+
+def test_a_run_stops_once_every_member_has_settled_and_not_before(fit):
+    def run(stop_after):
+        dm = SparseParity(dim=24, k=2, batch_size=256, test_size=500, ensemble_size=2)
+        model = TwoLayerNet(24, **grouped(128, lr=0.1, init_scale=0.2, seed=0), ensemble_size=2)
+        cb = ParityProgress(points_per_decade=40, stop_after_settled=stop_after)
+        trainer = fit(model, dm, 400, callbacks=[cb])
+        return trainer, cb
+
+    full_trainer, full = run(0)
+    stopped_trainer, stopped = run(3)
+    assert full_trainer.global_step == 400
+    # Transitions near step 35 (see above): three settled cadence points later, well before 400.
+    assert max(full.member_results()["transition_step"]) < stopped_trainer.global_step < 400
+    assert stopped.member_results()["transition_step"] == full.member_results()["transition_step"]
+    last = [track[-3:] for track in stopped.tracks]
+    assert all(error <= 0.05 for track in last for _, error, _ in track)
+    # It stopped at the first such point: one cadence step earlier, some member had not settled for 3.
+    assert not all(all(error <= 0.05 for _, error, _ in track[-4:-1]) for track in stopped.tracks)
+    with pytest.raises(ValueError, match="ParityProgress.stop_after_settled"):
+        ParityProgress(stop_after_settled=-1)
 
 
 def test_it_asks_for_a_support_and_a_test_set(fit):
@@ -63,3 +86,31 @@ def test_its_state_survives_a_checkpoint():
     again = ParityProgress()
     again.load_state_dict(cb.state_dict())
     assert torch.equal(again.initial_weights, cb.initial_weights) and again.tracks == cb.tracks
+
+
+def test_the_fourier_gap_prefers_the_support_where_the_labels_are_its_parity_and_not_on_noise(fit):
+    def gaps(noise):
+        dm = SparseParity(dim=16, k=2, batch_size=64, test_size=256, ensemble_size=2, label_noise=noise)
+        model = TwoLayerNet(16, **grouped(64, lr=0.1, init_scale=0.3, seed=0), ensemble_size=2)
+        cb = ParityProgress(points_per_decade=5, gradient_samples=20000)
+        fit(model, dm, 10, callbacks=[cb])
+        return cb, cb.member_results()
+
+    parity, results = gaps(0.0)
+    _, noise = gaps(0.5)
+    # At step 0 the gradient along S is the order-1 Fourier coefficient, off S order 3: a gap well above 1.
+    # Measured: about 2.5-3 for the parity, 1.0-1.1 on noise (20000 samples set the floor off S).
+    assert all(g > 1.8 for g in results["gradient_gap_start"]), results
+    assert all(0.7 < g < 1.4 for g in noise["gradient_gap_start"]), noise
+    assert "parity/gradient_gap" in parity.history[0]
+    assert len(results["gradient_gap_at_plateau"]) == 2
+
+
+def test_the_fourier_gap_reads_learners_that_give_their_neurons_gradient():
+    from featlearn.contracts import GradientLearner
+    from featlearn.models import ModuleClassifier, QuadraticFC
+
+    assert isinstance(TwoLayerNet(8, **grouped(8, lr=0.1, seed=0)), GradientLearner)
+    assert not isinstance(ModuleClassifier(QuadraticFC(8, 4, 1), lr=0.1), GradientLearner)  # the guard refuses it
+    with pytest.raises(ValueError, match="ParityProgress.gradient_samples"):
+        ParityProgress(gradient_samples=-1)

@@ -83,8 +83,22 @@ def test_a_finite_training_set_is_drawn_once_and_online_sampling_has_none():
         (dict(dim=5, k=2, support=(1, 1)), "2 different"),
         (dict(dim=5, k=3, support=(0, 1)), "data.support"),
         (dict(dim=5, k=2, sign=0), "data.sign"),
+        (dict(dim=5, k=2, label_noise=0.6), "data.label_noise"),
     ],
 )
 def test_bad_sparse_parity_arguments_name_the_parameter(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SparseParity(**kwargs)
+
+
+def test_label_noise_flips_that_share_of_labels_and_at_one_half_the_labels_carry_nothing():
+    clean = SparseParity(dim=12, k=3, batch_size=4000, seed=5)
+    noisy = SparseParity(dim=12, k=3, batch_size=4000, seed=5, label_noise=0.2)
+    noise = SparseParity(dim=12, k=3, batch_size=4000, seed=5, label_noise=0.5)
+    (x0, y0), (x1, y1), (x2, y2) = clean.train_batch(1), noisy.train_batch(1), noise.train_batch(1)
+    assert torch.equal(x0, x1) and torch.equal(x0, x2)  # the flips are drawn after the inputs
+    flipped = (y0 != y1).double().mean().item()
+    assert 0.17 < flipped < 0.23  # 4000 draws: the standard error of 0.2 is 0.006
+    # At 0.5 the label agrees with the parity half the time: no signal left to learn.
+    assert abs((y0 == y2).double().mean().item() - 0.5) < 0.03
+    assert torch.equal(clean.ground_truth().support, noise.ground_truth().support)

@@ -91,3 +91,14 @@ def test_a_network_built_for_other_images_is_refused_with_the_fix():
     model = ModuleClassifier(ScaledResNet18(2, in_channels=3), lr=0.1)
     with pytest.raises(ValueError, match="in_channels: 1"):
         model.scores(_digits().eval_set("test")[0])
+
+
+def test_every_network_learner_takes_the_sign_update_rule():
+    from featlearn.models import MulticlassClassifier, QuadraticFC
+
+    binary = ModuleClassifier(QuadraticFC(5, 4, 1), lr=0.1, update_rule="sign")
+    multi = MulticlassClassifier(QuadraticFC(5, 4, 3), num_classes=3, lr=0.1, update_rule="sign")
+    assert binary.sgd.rule == multi.sgd.rule == "sign"
+    assert ModuleClassifier(QuadraticFC(5, 4, 1), lr=0.1).sgd.rule == "sgd"
+    with pytest.raises(ValueError, match="model.update_rule"):
+        ModuleClassifier(QuadraticFC(5, 4, 1), lr=0.1, update_rule="adam")

@@ -200,3 +200,9 @@ def test_a_held_out_sets_tangent_features_are_kept_between_evaluations(fit, monk
         torch.testing.assert_close(kept, computed, rtol=1e-5, atol=1e-6)
     model.form = "kernel"  # the kernel form's outputs come from its dual coefficients: no kept features
     assert model.set_scorer(data.eval_set("test")[0]) is None
+
+
+def test_the_kernel_form_refuses_sign_sgd():
+    with pytest.raises(ValueError, match="model.update_rule: sign.*model.form: linear"):
+        LinearizedTwoLayerNet(6, **grouped(8, lr=0.1, seed=5, form="kernel", update_rule="sign", **SHI_NET))
+    assert LinearizedTwoLayerNet(6, **grouped(8, lr=0.1, seed=5, update_rule="sign", **SHI_NET)).sgd.rule == "sign"

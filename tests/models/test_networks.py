@@ -35,6 +35,20 @@ def test_gaussian_symmetric_init_outputs_zero():
     assert float(net.w[0].detach().std()) == pytest.approx(1.0, abs=0.5)
 
 
+def test_gaussian_init_draws_every_neuron_independently_at_the_given_stds():
+    init = Initialization("gaussian", sigma_w=0.5, sigma_b=0.25, sigma_a=2.0)
+    net = network(4000, 2, input_dim=10, init=init, bias=True, output_scale="standard")
+    assert float(net.w.detach().std()) == pytest.approx(0.5, rel=0.02)
+    assert float(net.b.detach().std()) == pytest.approx(0.25, rel=0.05)
+    assert float(net.a.detach().std()) == pytest.approx(2.0, rel=0.05)
+    half = net.width // 2  # unlike gaussian_symmetric: no mirrored pairs, so f is not 0 at the start
+    assert not torch.equal(net.w[:, :half], net.w[:, half:])
+    assert net(torch.randn(5, 10)).abs().min() > 0
+    assert not torch.equal(net.w[0], net.w[1])  # members draw from their own streams
+    with pytest.raises(ValueError, match="model.init.sigma_a must be set.*scheme: gaussian"):
+        network(4, init=Initialization("gaussian", sigma_w=1.0, sigma_b=1.0))
+
+
 def test_sphere_init_is_glasgows():
     """||w_j|| = theta, a_j = +-||w_j||, no bias, c = 1/p; theta defaults to 1/log d."""
     net = network(32, input_dim=16, init=Initialization(scale=0.3))

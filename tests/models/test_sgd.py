@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from featlearn.models.sgd import DivergenceGuard, ScheduledSGD, member_metrics
-from featlearn.schedules import as_schedule
+from featlearn.schedules import PointSchedules, as_schedule
 
 
 def test_the_step_is_the_heavy_ball_with_every_hyperparameter_a_function_of_the_step():
@@ -100,3 +100,37 @@ def test_member_metrics_name_min_max_and_each_member_of_a_small_ensemble():
     assert float(out["train/loss_max"]) == pytest.approx(0.3)
     assert set(member_metrics("train", "loss", values, max_logged=2)) == {"train/loss_min", "train/loss_max"}
     assert member_metrics("train", "loss", values[:1], max_logged=8) == {}
+
+
+def test_sign_sgd_steps_along_the_sign_of_each_coordinate_and_refuses_momentum():
+    torch.manual_seed(1)
+    w = nn.Parameter(torch.randn(4, 3, dtype=torch.float64))
+    rate = as_schedule([{"start": 1, "end": 2, "value": 0.1}, {"start": 3, "value": 0.01}], "lr")
+    sgd = ScheduledSGD(as_schedule(0.0, "momentum"), rule="sign")
+    sgd.set_groups({"w": ([w], rate, as_schedule(0.0, "wd"))})
+    optimizer = sgd.optimizer()
+    theta = w.detach().clone()
+    for step in range(1, 5):
+        grad = torch.randn(4, 3, dtype=torch.float64)
+        grad[0, 0] = 0.0  # sign(0) = 0: that coordinate stays
+        w.grad = grad.clone()
+        sgd.step(optimizer, step, scale=3.0)
+        theta = theta - 3.0 * rate(step) * torch.sign(grad)
+        torch.testing.assert_close(w.detach(), theta)
+    # The step's size no longer depends on the gradient's: a plain step would differ.
+    assert not torch.allclose(theta, w.detach() + 1.0)
+    with pytest.raises(ValueError, match="model.update_rule 'sign'.*model.momentum to 0"):
+        ScheduledSGD(as_schedule(0.9, "momentum"), rule="sign")
+    with pytest.raises(ValueError, match="model.update_rule"):
+        ScheduledSGD(as_schedule(0.0, "momentum"), rule="adam")
+
+
+def test_sign_sgd_per_point_blocks_step_by_their_own_rates():
+    w = nn.Parameter(torch.zeros(4, 2, dtype=torch.float64))  # S = G K = 2 points x 2 members
+    sgd = ScheduledSGD(as_schedule(0.0, "momentum"), rule="sign")
+    rates = PointSchedules((as_schedule(0.5, "lr"), as_schedule(2.0, "lr")), "model.training.lr")
+    sgd.set_groups({"w": ([w], rates, as_schedule(0.0, "wd"))})
+    w.grad = torch.tensor([[3.0, -1e-6], [0.2, 0.0], [-7.0, 1.0], [1e-9, -4.0]], dtype=torch.float64)
+    sgd.step(sgd.optimizer(), 1, scale=1.0)
+    expected = torch.tensor([[-0.5, 0.5], [-0.5, 0.0], [2.0, -2.0], [-2.0, 2.0]], dtype=torch.float64)
+    torch.testing.assert_close(w.detach(), expected)

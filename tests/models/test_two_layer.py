@@ -472,3 +472,36 @@ def test_a_group_given_as_a_mapping_names_a_key_it_does_not_have():
         TwoLayerNet(input_dim=4, network={"width": 4}, training={"lr": 0.1, "lrx": 1.0})
     with pytest.raises(ValueError, match=r"model.init takes no 'sigma'"):
         TwoLayerNet(input_dim=4, network={"width": 4}, init={"sigma": 1.0}, training={"lr": 0.1})
+
+
+def test_sign_sgd_is_an_update_rule_the_learner_takes(fit):
+    """update_rule: sign steps each coordinate by c eta sign(g): the plain step's size would follow |g|."""
+    dm = BooleanXOR(dim=12, batch_size=64, seed=3)
+    plain = TwoLayerNet(12, **grouped(10, lr=0.05, init_scale=0.5, seed=1))
+    signed = TwoLayerNet(12, **grouped(10, lr=0.05, init_scale=0.5, seed=1, update_rule="sign"))
+    w0 = signed.net.w[0].detach().clone()
+    fit(plain, dm, 1)
+    fit(signed, dm, 1)
+    moved = (signed.net.w[0].detach() - w0).abs()  # c eta = p eta = 0.5 on every coordinate with g != 0
+    assert moved.max().item() == pytest.approx(0.5, rel=1e-5)
+    assert set(torch.unique(moved.round(decimals=5)).tolist()) <= {0.0, 0.5}
+    sign = torch.sign(signed.net.w[0].detach() - w0)
+    torch.testing.assert_close(sign, torch.sign(plain.net.w[0].detach() - w0))  # same direction per coordinate
+    with pytest.raises(ValueError, match="model.update_rule"):
+        TwoLayerNet(12, **grouped(10, lr=0.05, update_rule="signum"))
+    with pytest.raises(ValueError, match="model.momentum to 0"):
+        TwoLayerNet(12, **grouped(10, lr=0.05, update_rule="sign", momentum=0.9))
+
+
+def test_the_first_layer_gradient_is_the_data_losss_gradient_without_decay_or_noise():
+    model = TwoLayerNet(6, **grouped(8, lr=0.1, weight_decay_w=0.3, noise_std=0.5, seed=2), ensemble_size=2)
+    x = torch.randn(2, 50, 6)
+    y = torch.sign(torch.randn(2, 50))
+    w = model.net.w.detach().clone().requires_grad_(True)
+    pre = torch.einsum("snd,spd->snp", x, w)  # (S, n, p)
+    f = (torch.relu(pre) * model.net.a.detach()[:, None, :]).sum(-1) / 8  # mean-field scale 1/p
+    loss = torch.nn.functional.softplus(-y * f).mul(2).mean(dim=1).sum()  # the logistic loss, 2 log(1 + e^-yf)
+    (expected,) = torch.autograd.grad(loss, w)
+    got = model.first_layer_gradient(x, y, chunk=17)  # in chunks: the same mean
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-7)
+    assert model.net.w.requires_grad and model.net.w.grad is None  # nothing left behind

@@ -17,11 +17,15 @@ from ...datamodules.image_files import trust_written_files, write_cifar10, write
 from ...fingerprints import check_fingerprint  # noqa: TID252
 
 EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
-OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml"))
+OVERLAYS = sorted((CONFIGS / "experiments" / "shi").glob("*.yaml")) + sorted(
+    (CONFIGS / "experiments" / "barak").glob("*.yaml")
+)
 
 
 def overlay_base(overlay):
-    """The experiment an overlay is written for: Table 6's rows overlay shi_gmm, the rest shi_parity."""
+    """The experiment an overlay is written for: Table 6's rows shi_gmm, Barak's barak_parity, the rest shi_parity."""
+    if overlay.parent.name == "barak":
+        return "barak_parity"
     return "shi_gmm" if overlay.stem.startswith("gmm") else "shi_parity"
 
 
@@ -79,7 +83,7 @@ def test_every_experiment_config_runs(tmp_path, monkeypatch, experiment):
 
 @pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.stem)
 def test_every_overlay_runs_on_its_experiment_by_shipped_name(tmp_path, overlay):
-    name = f"shi/{overlay.stem}"
+    name = f"{overlay.parent.name}/{overlay.stem}"
     cli = run_cli(tmp_path, "--config", overlay_base(overlay), "--config", name, "--config", "debug/smoke")
     assert cli.trainer.global_step == 3 and "test/error" in cli.trainer.callback_metrics
     check_fingerprint(f"{overlay_base(overlay)}+{name}", cli)
@@ -120,7 +124,7 @@ SHI_RUNS = [
     ("shi_parity",),
     ("shi_interval",),
     ("shi_hidden_representation",),
-    *[("shi_parity", f"shi/{o.stem}") for o in OVERLAYS if not o.stem.startswith("gmm")],
+    *[("shi_parity", f"shi/{o.stem}") for o in OVERLAYS if o.parent.name == "shi" and not o.stem.startswith("gmm")],
     ("shi_interval", "shi/nostructure"),
 ]
 

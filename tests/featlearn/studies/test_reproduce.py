@@ -717,6 +717,34 @@ def test_the_glasgow_smoke_report_fits_the_exponents_the_phases_and_checks_the_r
         assert head == "Claim" and 0 < top < screen
 
 
+@pytest.mark.slow
+def test_the_barak_smoke_report_measures_transitions_and_judges_its_claims(tmp_path):
+    out = tmp_path / "barak"
+    result = reproduce("barak2022", out, scale="smoke")
+    cells = {(c.item, c.method, c.metric): c for c in result.cells}
+    sign = ("Sign SGD", "sign SGD, eta = 0.03, k = 2", "n_exponent")
+    for key in (("Sparse parities", "SGD, eta = 0.1, k = 2", "n_exponent"), sign):
+        cell = cells[key]
+        assert cell.mean > 0 and len(cell.interval) == 2  # a fitted rate, with its interval
+    assert cells[sign].verdict in ("reproduced", "differs", "cannot decide")
+    # Every seed of the smoke's settings learns, and k = 1 learns in tens of steps.
+    steps = cells["Sparse parities", "k=1, n=32", "transition"]
+    assert steps.n == 2 and steps.mean < 100
+    width = cells["Width", "SGD, eta = 0.1, k = 2, n = 32: width", "width_exponent"]
+    assert width.mean is not None and len(width.interval) == 2
+    gap = cells["Fourier gap", "k=2, n=32, Fourier gap", "gap_start"]
+    noise = cells["Fourier gap", "k=2, n=32, noise labels, Fourier gap", "gap_start"]
+    assert gap.mean > noise.mean  # the parity's gradient prefers S; noise labels give the floor
+    # The cpu cells the smoke does not measure are not run, never judged from nothing.
+    assert cells["Sparse parities", "k=3, n=48", "plateau_share"].verdict == "not run"
+    assert [c.id for c in result.claims] == [c["id"] for c in judgement_rules("barak2022")["claims"]]
+    text = (out / "report.md").read_text()
+    assert "**SGD, eta = 0.1, k = 2**: t_c ~" in text and "| k=1, n=32 | 32 | 1 | 100 | SGD |" in text
+    figures = out / "figures"
+    for name in ("sparse_parities_transitions", "sparse_parities_support_share", "fourier_gap_gradient_gap"):
+        assert (figures / f"{name}.png").is_file(), name
+
+
 def test_every_kind_a_plan_may_name_has_its_class():
     from featlearn.studies.plan import KINDS
 

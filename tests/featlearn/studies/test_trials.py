@@ -222,9 +222,10 @@ class PhaseSteps(DiagnosticCallback):
         return {"boundary_step": [3, None]}
 
 
-def fake_run(model, data, steps=5, max_steps=5, callbacks=(), interrupted=False):
+def fake_run(model, data, steps=5, max_steps=5, callbacks=(), interrupted=False, should_stop=False):
     trainer = types.SimpleNamespace(
         interrupted=interrupted,
+        should_stop=should_stop,
         max_steps=max_steps,
         global_step=steps,
         callbacks=list(callbacks),
@@ -302,6 +303,8 @@ def test_measure_run_refuses_a_run_that_stopped_early_or_was_interrupted(tmp_pat
         measure_run(path, lambda argv: fake_run(model, data, steps=3))
     with pytest.raises(KeyboardInterrupt):
         measure_run(path, lambda argv: fake_run(model, data, steps=3, interrupted=True))
+    # A callback that ends the run on purpose (ParityProgress once every seed learned) makes it complete.
+    assert measure_run(path, lambda argv: fake_run(model, data, steps=3, should_stop=True))["steps"] == 3
 
 
 # ---------------------------------------------------------------------- run_trials
