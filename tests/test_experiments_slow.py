@@ -223,3 +223,34 @@ def test_glasgow_scaling_law_cpu_study(tmp_path):
     by_d = {(r["method"], r["d"]): r["n_star"] for r in summary.rows}
     assert all(by_d[("NTK", d)] > by_d[("Network", d)] for d in (16, 32, 64, 128))
     assert (tmp_path / "study" / "samples.png").is_file()
+
+
+def test_barak_parity_sits_at_chance_then_learns_the_3_sparse_parity(tmp_path):
+    """The shipped (n, k) = (50, 3) run: a plateau at 50% error, then every seed learns; the run stops itself."""
+    from featlearn.callbacks import ParityProgress
+
+    cli = build_cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "experiments" / "barak_parity.yaml"),
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.default_root_dir",
+            str(tmp_path),
+            "--trainer.logger.init_args.save_dir",
+            str(tmp_path),
+        ]
+    )
+    progress = next(cb for cb in cli.trainer.callbacks if isinstance(cb, ParityProgress))
+    results = progress.member_results()
+    steps = results["transition_step"]
+    assert all(step is not None for step in steps), steps  # every seed learned ...
+    assert cli.trainer.global_step < cli.trainer.max_steps  # ... and the run stopped once they had
+    assert cli.trainer.callback_metrics["test/error"] <= 0.05
+    # A plateau: at a tenth of the earliest transition every seed's test error is still at chance.
+    for track, step in zip(progress.tracks, steps, strict=True):
+        early = [error for t, error, _ in track if 0 < t <= step / 10]
+        assert early and min(early) >= 0.45, early
+    history = {h["step"]: h for h in progress.history}
+    assert history[cli.trainer.global_step]["parity/support_share"] > 2 * history[0]["parity/support_share"]

@@ -1019,7 +1019,8 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
     run where that item was not). ``left: {statistic: std}`` measures the spread of the
     metric over the seeds instead of its mean (the paper's "standard deviations smaller than
     0.5%"): one number, so a bound on it holds or not, with no spread of its own.
-    ``not_measured`` says why featlearn has no measurement for it yet. A claim is judged by
+    ``not_measured`` says why featlearn has no measurement for it yet; ``undecidable`` why its
+    measurement, though made, is not the paper's quantity (the cell is ○ whatever its value). A claim is judged by
     :func:`~featlearn.studies.judgement.judge`, after
     :func:`~featlearn.studies.judgement.relation_undecided` has set aside
     the claims its measurements cannot decide; the cells' trivial-rate rule itself does not
@@ -1095,7 +1096,9 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             spread = float(rules["tolerances"][left["metric"]].get("std_multiple", 0.0)) * (std or 0.0)
             edges = tuple(interval) if interval is not None else (mean - spread, mean + spread)
             weaker = None if rival is None else weaker_rival(*rival, rival_floor, ours=edges)
-            undecided = weaker or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
+            # The judgement file's own "cannot decide" for a relation whose measurement is not the paper's quantity.
+            listed = " ".join(str(claim["undecidable"]).split()).rstrip(".") if claim.get("undecidable") else None
+            undecided = weaker or listed or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
             built_in = claim.get("by_construction") or (
                 spread_at_ceiling(cell.seed_values, paper)
                 if left.get("statistic") == "std" and left["metric"] in TRIVIAL_SETS and claim["relation"] == "<"
@@ -1104,7 +1107,7 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             judged = judge(
                 paper, values, left["metric"], item.setting or "", cell.method, rules, claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
-                inconclusive_category=WEAKER_RIVAL if weaker else "inconclusive",
+                inconclusive_category=WEAKER_RIVAL if weaker else (PROXY if listed else "inconclusive"),
                 paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,
                 built_in=built_in,
             )  # fmt: skip

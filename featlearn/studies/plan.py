@@ -57,6 +57,7 @@ COLUMNS = (
     ("loss_decay", "loss_decay", "c of the test loss ~ (log d)^(-c) at the stopping time", 2),
     ("minimum", "log2_student_minimum", "Students' U-curve minimum (log2 m)", 2),
     ("transition", "transition_step", "Transition step t_c (test error stays <= 5%)", 0),
+    ("learned", "learned_share", "Seeds that learned within the run's steps (%)", 0),
     ("n_exponent", "n_exponent", "Exponent a of t_c ~ n^a", 2),
     ("plateau_share", "plateau_share", "Plateau share t_p / t_c (last step at chance / transition)", 2),
     ("share_gain", "support_share_gain", "Share of mass on S at the plateau's end / at step 0", 2),

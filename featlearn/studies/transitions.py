@@ -170,7 +170,8 @@ def transition_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dic
     """The report's cells (row name -> {metric: values}) and the fits by row name.
 
     Every setting is a row with its seeds' ``transition_step``, ``plateau_share`` and
-    ``support_share_gain`` and its ``log_spread`` (with a bootstrap interval); each group of
+    ``support_share_gain``, the share of its seeds that learned (``learned_share``, percent)
+    and its ``log_spread`` (with a bootstrap interval); each group of
     settings that differ in n only
     (label noise 0) is a row with the fitted ``n_exponent``, and each group that differs in
     the width only a row with the fitted ``width_exponent``.
@@ -181,6 +182,7 @@ def transition_results(rows: list[dict]) -> tuple[dict[str, dict], dict[str, dic
         spread = log_spread(row)
         cells[row["method"]] = {
             "transition_step": row["transition"],
+            "learned_share": [100.0 * sum(t is not None for t in row["transition"]) / max(row["seeds"], 1)],
             "plateau_share": plateau_shares(row) or None,
             "support_share_gain": row["share_gain"] or None,
             "log_spread": None if spread is None else [spread[0]],

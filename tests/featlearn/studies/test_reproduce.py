@@ -425,6 +425,15 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     crossed = relations_by_words(two, outcomes, rules)["above the other's"]
     assert crossed.verdict == "not run" and crossed.reason == "Q: no files"
     rules["relations"].pop()
+    # A relation the judgement file says it cannot decide (not the paper's quantity) is ○ whatever it reads.
+    proxy = {**across, "claim": "a proxy", "undecidable": "featlearn's ratio, not the paper's difference."}
+    proxy.pop("right")
+    proxy["right"] = {"method": "NTK"}
+    rules["relations"].append(proxy)
+    read = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)["a proxy"]
+    assert (read.verdict, read.category) == ("cannot decide", "not the paper's quantity")
+    assert read.reason.startswith("featlearn's ratio, not the paper's difference")
+    rules["relations"].pop()
     skipped = collect_relations(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c.verdict for c in skipped] == ["not run"] * 5 and skipped[0].reason == "no files"
 
