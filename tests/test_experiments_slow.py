@@ -13,12 +13,13 @@ pytestmark = pytest.mark.slow
 GLASGOW = str(CONFIGS / "experiments" / "glasgow_xor.yaml")
 
 
-def run(tmp_path, *overrides):
-    cli = build_cli(
+def fit_config(tmp_path, config, *overrides):
+    """``featlearn fit --config config`` in-process, logging under tmp_path."""
+    return build_cli(
         [
             "fit",
             "--config",
-            GLASGOW,
+            config,
             "--trainer.enable_progress_bar",
             "false",
             "--trainer.default_root_dir",
@@ -28,6 +29,10 @@ def run(tmp_path, *overrides):
             *overrides,
         ]
     )
+
+
+def run(tmp_path, *overrides):
+    cli = fit_config(tmp_path, GLASGOW, *overrides)
     phases = next(cb for cb in cli.trainer.callbacks if isinstance(cb, XORPhaseDiagnostics))
     return cli, phases
 
@@ -229,19 +234,7 @@ def test_barak_parity_sits_at_chance_then_learns_the_3_sparse_parity(tmp_path):
     """The shipped (n, k) = (50, 3) run: a plateau at 50% error, then every seed learns; the run stops itself."""
     from featlearn.callbacks import ParityProgress
 
-    cli = build_cli(
-        [
-            "fit",
-            "--config",
-            str(CONFIGS / "experiments" / "barak_parity.yaml"),
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.default_root_dir",
-            str(tmp_path),
-            "--trainer.logger.init_args.save_dir",
-            str(tmp_path),
-        ]
-    )
+    cli = fit_config(tmp_path, str(CONFIGS / "experiments" / "barak_parity.yaml"))
     progress = next(cb for cb in cli.trainer.callbacks if isinstance(cb, ParityProgress))
     results = progress.member_results()
     steps = results["transition_step"]
