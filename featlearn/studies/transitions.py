@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from featlearn.studies.trials import get_path
+from featlearn.studies.trials import get_path, summarize
 
 #: ParityProgress's Fourier gaps per member, where a run measures them: at step 0 and at the plateau's end.
 GAPS = ("gradient_gap_start", "gradient_gap_at_plateau")
@@ -245,11 +245,11 @@ def transition_lines(rows: list[dict], fits: dict[str, dict]) -> list[str]:
 
 
 def _mean_std(values: list[float], decimals: int) -> str:
-    if not values:
+    """``mean ± std`` over seeds (``summarize``); the value alone for one seed, ``-`` for none."""
+    mean, std, _ = summarize(values)
+    if mean is None:
         return "-"
-    if len(values) == 1:
-        return f"{values[0]:.{decimals}f}"
-    return f"{np.mean(values):.{decimals}f} ± {np.std(values, ddof=1):.{decimals}f}"
+    return f"{mean:.{decimals}f}" if std is None else f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
 def transition_plot(fits: dict[str, dict], target: Path, title: str) -> Path | None:
