@@ -30,8 +30,6 @@ from ...datamodules.image_files import (  # noqa: TID252
     write_svhn,
 )
 
-pytestmark = pytest.mark.slow
-
 #: The experiment an overlay is written for (its config's first lines say so).
 OVERLAY_BASES = {
     "shi/gmm_2": "shi_gmm",
@@ -39,7 +37,12 @@ OVERLAY_BASES = {
     "shi_teacher/svhn": "shi_teacher_cifar10_gaussian",
     "shi_teacher/image_folder": "shi_teacher_cifar10_gaussian",
 }
-FOLDER_BASES = {"shi": "shi_parity", "shi_real": "shi_real_mnist01", "shi_teacher": "shi_teacher_mnist5k_gaussian"}
+FOLDER_BASES = {
+    "shi": "shi_parity",
+    "shi_real": "shi_real_mnist01",
+    "shi_teacher": "shi_teacher_mnist5k_gaussian",
+    "barak": "barak_parity",
+}
 
 SHRINK = """
 trainer:
@@ -124,6 +127,14 @@ def restore_ctrl_c():
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.mark.parametrize("name", shipped_experiments())
+def test_every_shipped_experiment_has_its_configs(name):
+    """Fast: every overlay folder maps to its experiment, so a new folder cannot reach the slow step unmapped."""
+    for config in configs_of(name):
+        assert (Path(__file__).parents[3] / "configs" / "experiments" / f"{config}.yaml").is_file(), config
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", shipped_experiments())
 def test_every_shipped_experiment_resumes_with_the_printed_command(name, tmp_path, monkeypatch, capsys, restore_ctrl_c):
     place_files(tmp_path / "data", monkeypatch)
