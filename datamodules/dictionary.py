@@ -29,7 +29,7 @@ from featlearn.datamodules.sparse_coding_law import (
 )
 from featlearn.linalg import orthonormal_columns, unit_columns
 from featlearn.schedules import ScheduleSpec
-from featlearn.seeding import STRUCTURE, derive_seed
+from featlearn.seeding import STRUCTURE, TEST_SET, VAL_SET, derive_seed
 from featlearn.validation import check_choice, check_int, check_number, is_int, is_number
 
 DICTIONARIES = ("orthonormal", "incoherent")
@@ -161,6 +161,7 @@ class DictionaryDataModule(HiddenVariableDataModule):
         self._law: HiddenLaw | None = None  # set by _set_law()
         self._structure: dict[str, Tensor] | None = None  # float64 / long, on the CPU
         self._on: dict[torch.device, dict[str, Tensor]] = {}
+        self._count_sets: dict[str, Tensor] = {}  # split -> (S, n) counts of its held-out rows
 
     # ------------------------------------------------------------------ subclass API
     @abc.abstractmethod
@@ -259,6 +260,25 @@ class DictionaryDataModule(HiddenVariableDataModule):
         return cached
 
     # ------------------------------------------------------------------ public API
+    def count_sets(self, split: str) -> tuple[Tensor, int]:
+        """The count s = sum_{i in A} phi~_i of every row of :meth:`eval_set` ``(split)``: (S, n) long, and k.
+
+        The rows are drawn again from their streams, with the hidden vectors this time: the same
+        generators give the same inputs, so row j of the counts belongs to row j of the set.
+        """
+        stream, n = {"val": (VAL_SET, self.val_size), "test": (TEST_SET, self.test_size)}[split]
+        device = self.device
+        cached = self._count_sets.get(split)
+        if cached is None or cached.device != device or cached.shape[0] != self.ensemble_size:
+            relevant = self._tensors_on(device)["A"]
+            counts = []
+            for member in range(self.ensemble_size):
+                _, _, phi = self.sample_with_hidden(n, self.stream_generator(member, stream, 0, device), device)
+                counts.append(phi[:, relevant].sum(dim=1).round().long())  # (n,)
+            cached = torch.stack(counts)  # (S, n)
+            self._count_sets[split] = cached
+        return cached, self.k
+
     @property
     def input_dim(self) -> int:  # noqa: D102
         return self.d

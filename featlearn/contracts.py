@@ -251,6 +251,18 @@ class EvaluationData(Protocol):
 
 
 @runtime_checkable
+class CountedData(Protocol):
+    """A data model whose labels are a function of a count: Shi et al.'s dictionary data.
+
+    The count of an input is s = sum_{i in A} phi~_i, the class-relevant patterns present
+    (Section 3: y = +1 iff s is in P); an observer groups the held-out inputs by it.
+    """
+
+    def count_sets(self, split: str) -> tuple[Tensor, int]:
+        """The count of every row of ``eval_set(split)``: (S, n) long in 0..k, and k."""
+
+
+@runtime_checkable
 class ProbeData(Protocol):
     """A data model that offers a fixed sample to fit a classifier on frozen features."""
 

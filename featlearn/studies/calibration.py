@@ -42,7 +42,9 @@ reads the test set. The spread of J is the standard error over seeds,
 not told apart. A candidate with a target it did not measure has J = inf. The chosen candidate
 of an objective is its argmin (the first listed on a tie). ``shown`` targets are drawn in the
 table but score nothing (a second classifier of a row the objective already counts, for
-instance).
+instance). ``diagnostics`` rows show featlearn's own measurements beside them, with no paper
+value and no score (a diagnostic callback's per-seed results, such as ``CountAccuracy``'s
+accuracy at each count): what explains a candidate's numbers.
 
 **Outputs** in DIR: ``candidates/<slug>/`` (each candidate's ``featlearn compare`` folder;
 finished trials are reused on a rerun), ``calibration.csv`` (one row per candidate and
@@ -128,6 +130,29 @@ class CandidatesFile:
     candidates: list[Candidate]
     #: Targets drawn in the table that no objective scores.
     shown: list[Target] = field(default_factory=list)
+    #: featlearn's own measurements drawn below the targets, with no paper value: (method, metric family, label).
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A row of featlearn's own measurements (no paper value, no score): ``metric`` or, ending in ``*``, a family.
+
+    A family (``count_acc_*``) names every result key with that prefix, ordered by its suffix
+    (``count_acc_0`` ... ``count_acc_5``); its cell lists their means over seeds, ``a · b · ...``.
+    """
+
+    method: str
+    metric: str
+    label: str
+
+    def keys(self, measured: Mapping) -> list[str]:
+        """The result keys of ``measured`` (a method's results) this row reads, in order."""
+        if not self.metric.endswith("*"):
+            return [self.metric] if self.metric in measured else []
+        prefix = self.metric[:-1]
+        found = [key for key in measured if key.startswith(prefix)]
+        return sorted(found, key=lambda key: (len(key), key))  # count_acc_2 before count_acc_10
 
 
 def load_candidates(name: str | Path) -> CandidatesFile:
@@ -202,8 +227,24 @@ def load_candidates(name: str | Path) -> CandidatesFile:
             raise ValueError(f"Candidates file {path}: objective {oname!r}: 'among' names no candidate {unknown}.")
         objectives.append(Objective(str(oname), str(entry.get("about", "")), tuple(targets), among))
     shown = read_targets(spec.get("shown"), "shown")
+    diagnostics = []
+    for raw in spec.get("diagnostics") or []:
+        if not isinstance(raw, Mapping) or not all(raw.get(key) for key in ("method", "metric", "label")):
+            raise ValueError(f"Candidates file {path}: each diagnostics entry needs 'method', 'metric' and 'label'.")
+        if raw["method"] not in method_names:
+            raise ValueError(
+                f"Candidates file {path}: diagnostics names {raw['method']!r}, not a method of {spec['methods']}."
+            )
+        diagnostics.append(Diagnostic(str(raw["method"]), str(raw["metric"]), str(raw["label"])))
     return CandidatesFile(
-        path, str(spec["methods"]), str(spec["paper"]), str(spec["setting"]), objectives, candidates, shown
+        path,
+        str(spec["methods"]),
+        str(spec["paper"]),
+        str(spec["setting"]),
+        objectives,
+        candidates,
+        shown,
+        diagnostics,
     )
 
 
@@ -425,6 +466,13 @@ def _cell(calibration: Calibration, candidate: str, target: Target) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}{failed}"
 
 
+def _diagnostic_cell(calibration: Calibration, candidate: str, row: Diagnostic) -> str:
+    """The means over seeds of a diagnostic row's keys, ``a · b · ...`` (3 significant digits); ``—`` unmeasured."""
+    measured = (calibration.results.get(candidate) or {}).get(row.method) or {}
+    means = [summarize([v for v in measured[key] or [] if v is not None])[0] for key in row.keys(measured)]
+    return " · ".join("—" if m is None else f"{m:.3g}" for m in means) or "—"
+
+
 def _tuned_cell(calibration: Calibration, candidate: Candidate) -> str:
     """The grid values chosen for a candidate's methods (``Network: lr_w@3 = 0.001``), or why there are none."""
     if not candidate.tuned:
@@ -453,6 +501,10 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
         label = target.label if scored else f"{target.label} (shown, not scored)"
         cells = [label, f"{paper[target.paper_method][PAPER_COLUMN[target.metric]]:g}"]
         cells += [_cell(calibration, candidate.name, target) for candidate in spec.candidates]
+        lines.append("| " + " | ".join(cells) + " |")
+    for row in spec.diagnostics:  # featlearn's own measurements: no paper value, no score
+        cells = [f"{row.method}: {row.label} (featlearn's diagnostic)", "—"]
+        cells += [_diagnostic_cell(calibration, candidate.name, row) for candidate in spec.candidates]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append(
         "| tuned on the validation set | | " + " | ".join(_tuned_cell(calibration, c) for c in spec.candidates) + " |"

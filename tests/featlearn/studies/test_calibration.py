@@ -153,6 +153,11 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
             {"objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}], "among": ["zz"]}}},
             "'among' names no candidate",
         ),
+        ({"diagnostics": [{"method": "Network", "metric": "count_acc_*"}]}, "needs 'method', 'metric' and 'label'"),
+        (
+            {"diagnostics": [{"method": "NTK", "metric": "m", "label": "x"}]},
+            "diagnostics names 'NTK', not a method of compare/shi_network",
+        ),
     ],
 )
 def test_bad_candidates_files_are_refused_with_the_entry_named(tmp_path, change, match):
@@ -172,7 +177,11 @@ def test_bad_candidates_files_are_refused_with_the_entry_named(tmp_path, change,
 
 def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_objective(tmp_path, capsys):
     """Candidates (a rate that learns, one that cannot move, one with its own grid) on a tiny experiment."""
-    config = write_config(tmp_path, merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}}))
+    counted = [{"class_path": "FeatureAlignment", "init_args": {"mds_steps": []}}, {"class_path": "CountAccuracy"}]
+    config = write_config(
+        tmp_path,
+        merge_configs(TINY, {"data": {"init_args": {"val_size": 200}}, "trainer": {"callbacks+": counted}}),
+    )
     methods = tmp_path / "methods.yaml"
     # A grid the items tune on each table's validation set: every candidate tunes it too, unless it says not.
     decay = "model.init_args.training.weight_decay_w"
@@ -192,6 +201,7 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
                         "among": ["frozen"],
                     },
                 },
+                "diagnostics": [{"method": "Network", "metric": "count_acc_*", "label": "accuracy by count"}],
                 "candidates": {
                     "frozen": {
                         "about": "no step moves",
@@ -233,6 +243,11 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
     }
     table = (out / "calibration.md").read_text()
     assert "| Network: train_acc | 100 |" in table and "(chosen)**" in table
+    # The diagnostic row: each candidate's mean accuracy at counts 0..3 (k = 3), from CountAccuracy's results.
+    row = next(line for line in table.splitlines() if "accuracy by count (featlearn's diagnostic)" in line)
+    frozen = calibration.results["frozen"]["Network"]
+    expected = " · ".join(f"{statistics.fmean(frozen[f'count_acc_{s}']):.3g}" for s in range(4))
+    assert row.split(" | ")[2] == expected, row
     assert "| J: accuracy, degenerate seeds at face value | |" in table
     assert (
         "| tuned on the validation set | | nothing (untuned: its overlay sets the rates) | Network: weight_decay_w = "
