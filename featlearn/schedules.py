@@ -416,6 +416,38 @@ def hold_from(spec: ScheduleSpec, step: int, value: float, name: str) -> Schedul
     return [*out, {"start": step, "value": value}]
 
 
+def set_at_step(spec: ScheduleSpec, step: int, value: float, name: str) -> ScheduleSpec:
+    """The schedule as written, but ``value`` at update step ``step`` alone.
+
+    A calibrated constant of one step (Shi et al.'s eta^(1)) replaces that step's value and
+    leaves every other step as the experiment has it: E.1.2's biases frozen from step 2 stay
+    frozen under E.1.1's step-1 rate.
+
+    Raises:
+        ValueError: ``step`` < 1, or ``step`` falls inside a decaying segment longer than it.
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"{name}: the step to set must be an integer >= 1, got {step!r}.")
+    if not is_segment_list(spec):
+        spec = [{"start": 1, "value": spec}]
+    out: list[dict] = []
+    for start, end, raw in _spans(spec, name):
+        if step < start or (end is not None and step > end):
+            out.append({**raw, "start": start})
+            continue
+        if _ramps(raw) and not (start == step and end == step):
+            raise ValueError(f"{name}: cannot set step {step} inside the decaying segment {raw!r}; split it first.")
+        if start < step:
+            out.append({**raw, "start": start, "end": step - 1})
+        out.append({"start": step, "end": step, "value": value})
+        if end is None or end > step:
+            after = {**raw, "start": step + 1}
+            if end is None:
+                after.pop("end", None)
+            out.append(after)
+    return out
+
+
 def canonical_segments(spec: ScheduleSpec, name: str = "schedule") -> ScheduleSpec:
     """The same schedule written one way: adjacent constant segments of one value merged.
 

@@ -66,7 +66,7 @@ from pathlib import Path
 
 from featlearn.config_files import resolve_config
 from featlearn.studies.compare import compare
-from featlearn.studies.methods import load_methods
+from featlearn.studies.methods import StepValues, load_methods
 from featlearn.studies.plan import COLUMNS, paper_numbers
 from featlearn.studies.trials import BuildRun, Launcher, cli_flag, default_build, load_yaml, summarize
 from featlearn.studies.tuning import CompareOptions
@@ -111,6 +111,14 @@ class Candidate:
     tune: dict = field(default_factory=dict)
     #: False: every method runs untuned (the overlay sets what the grids would choose).
     tuned: bool = True
+    #: Values at single steps, ``{step: {path: value}}`` (a :class:`~featlearn.studies.methods.StepValues`
+    #: layer after the overlay): each changes one step of the experiment's schedule and keeps its others.
+    at_steps: dict = field(default_factory=dict)
+
+    @property
+    def layers(self) -> list:
+        """The config layers this candidate adds after an experiment's: its overlay, then its step values."""
+        return [self.overlay, *([StepValues(self.at_steps)] if self.at_steps else [])]
 
     @property
     def slug(self) -> str:
@@ -178,6 +186,7 @@ def load_candidates(name: str | Path) -> CandidatesFile:
     for cname, entry in spec["candidates"].items():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("overlay"), Mapping) or not entry.get("about"):
             raise ValueError(f"Candidates file {path}: candidate {cname!r} needs 'about' and an 'overlay' mapping.")
+        at_steps = read_step_values(entry.get("at_steps"), f"Candidates file {path}: candidate {cname!r}")
         tune, tuned = entry.get("tune") or {}, entry.get("tuned", True)
         if not isinstance(tune, Mapping) or any(not isinstance(grid, Mapping) for grid in tune.values()):
             raise ValueError(f"Candidates file {path}: candidate {cname!r}: 'tune' maps a method to its grid.")
@@ -192,7 +201,7 @@ def load_candidates(name: str | Path) -> CandidatesFile:
                 f"Candidates file {path}: candidate {cname!r}: 'tuned' is true or false, and false takes no 'tune'."
             )
         grids = {method: dict(grid) for method, grid in tune.items()}
-        candidates.append(Candidate(str(cname), str(entry["about"]), dict(entry["overlay"]), grids, tuned))
+        candidates.append(Candidate(str(cname), str(entry["about"]), dict(entry["overlay"]), grids, tuned, at_steps))
     names = {c.name for c in candidates}
     slugs = [c.slug for c in candidates]
     if len(set(slugs)) != len(slugs):
@@ -246,6 +255,28 @@ def load_candidates(name: str | Path) -> CandidatesFile:
         shown,
         diagnostics,
     )
+
+
+def read_step_values(raw, where: str) -> dict[int, dict[str, float]]:
+    """A candidate's ``at_steps``: ``{step: {dotted path: number}}`` with integer steps >= 1 ({} when absent).
+
+    Raises:
+        ValueError: Another shape; ``where`` names the candidate.
+    """
+    if raw is None:
+        return {}
+    problem = f"{where}: 'at_steps' maps update steps (integers >= 1) to {{dotted config path: number}}"
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{problem}, got {raw!r}.")
+    values = {}
+    for step, entries in raw.items():
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1 or not isinstance(entries, Mapping):
+            raise ValueError(f"{problem}, got {step!r}: {entries!r}.")
+        for key, value in entries.items():
+            if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{problem}, got {key!r}: {value!r} at step {step}.")
+        values[step] = {str(key): float(value) for key, value in entries.items()}
+    return values
 
 
 def calibration_methods(name: str | Path) -> list[str]:
@@ -414,7 +445,7 @@ def calibrate(
     for candidate in spec.candidates:
         log(f"candidate {candidate.name}: {candidate.about}")
         comparison = compare(
-            [*configs, candidate.overlay],
+            [*configs, *candidate.layers],
             out / "candidates" / candidate.slug,
             build=build or default_build(),
             methods=[replace(method, tune=candidate.tune.get(method.name, method.tune)) for method in methods],
@@ -603,6 +634,7 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
             c.name: {
                 "about": c.about,
                 "overlay": c.overlay,
+                "at_steps": c.at_steps,
                 "tuned": (calibration.tuned.get(c.name) if c.tuned else None),
             }
             for c in spec.candidates

@@ -18,7 +18,14 @@ from pathlib import Path
 from featlearn.config_files import resolve_config
 from featlearn.contracts import FirstLayerArguments
 from featlearn.runner.registry import config_class
-from featlearn.schedules import canonical_segments, hold_from, is_segment_list, map_arguments, skip_steps
+from featlearn.schedules import (
+    canonical_segments,
+    hold_from,
+    is_segment_list,
+    map_arguments,
+    set_at_step,
+    skip_steps,
+)
 from featlearn.studies.trials import get_path, load_yaml, merge_configs, set_path, tensorboard_logger
 
 #: The default methods file: Table 1 of Shi et al. (2022).
@@ -220,6 +227,39 @@ def followed_value(config: dict, path: str):
         key = declared[key]
         value = get_path(config, prefix + key)
     return value
+
+
+@dataclass(frozen=True)
+class StepValues:
+    """A config layer of values at single update steps, ``{step: {path: value}}``: what a calibration may choose.
+
+    Where a mapping layer replaces a schedule whole, this one changes one step of the schedule
+    merged before it (:func:`~featlearn.schedules.set_at_step`) and keeps the rest: E.1.1's
+    step-1 rate lands in E.1.2's process without its biases, frozen from step 2, following
+    E.1.1's. An unset argument takes the value of the one it follows (``training.lr_b``
+    follows ``training.lr_w``: :func:`followed_value`), read before any change of this layer.
+    """
+
+    values: dict
+
+    def apply_to(self, config: dict) -> dict:
+        """``config`` (unchanged) with each step's values set; a new mapping.
+
+        Raises:
+            ValueError: A path neither set nor followed in ``config``, or a step inside a ramp.
+        """
+        before, changed = config, copy.deepcopy(config)
+        for step, entries in sorted(self.values.items()):
+            for path, value in entries.items():
+                where = f"at_steps {step}: {path}"
+                current = get_path(changed, path)
+                if current is None:
+                    current = followed_value(before, path)
+                if current is None:
+                    raise ValueError(f"{where}: the experiment sets no {path} (nor the argument it follows).")
+                schedule = set_at_step(copy.deepcopy(current), int(step), value, where)
+                set_path(changed, path, canonical_segments(schedule, where), where)
+        return changed
 
 
 def _is_test_accuracy(callback: dict) -> bool:

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from featlearn.studies.judgement import Cell, Claim, claim_counts, judge_report, verdict_counts
+from featlearn.studies.methods import StepValues
 from featlearn.studies.plan import (
     PAPERS,
     SCALES,
@@ -99,11 +100,13 @@ def run_item(item: Item, plan: Plan, args: RunSettings, out: Path, build: BuildR
         if "why" in constants:
             return {"status": "not run", "why": constants["why"]}
         configs.append(constants["overlay"])
+        if constants.get("at_steps"):  # one step of a schedule each, the item's other steps kept
+            configs.append(StepValues(constants["at_steps"]))
     if overrides:  # the scale's sizes and the data's root, merged after the item's configs
         configs.append(overrides)
     outcome = ITEM_KINDS[item.kind].run(item, plan, args, configs, folder, build)
     if constants is not None:
-        outcome["constants"] = {k: v for k, v in constants.items() if k != "overlay"}
+        outcome["constants"] = {k: v for k, v in constants.items() if k not in ("overlay", "at_steps")}
     return outcome
 
 
@@ -111,7 +114,7 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     """The constants ``item.constants`` (an objective) chose in the plan's calibration item, read from its output.
 
     Returns:
-        ``{"objective", "candidate", "overlay", "calibration", "calibrated"}`` (``calibrated``: the item's
+        ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated"}`` (``calibrated``: the item's
         setting is the one the constants were chosen on), or ``{"why": ...}`` where the calibration has not
         run or chose nothing.
     """
@@ -131,6 +134,8 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
         "objective": item.constants,
         "candidate": chosen,
         "overlay": summary["candidates"][chosen]["overlay"],
+        # JSON's keys are strings: the steps back to integers.
+        "at_steps": {int(s): v for s, v in (summary["candidates"][chosen].get("at_steps") or {}).items()},
         "calibration": calibration.id,
         "calibrated": item.setting == summary["setting"],
     }

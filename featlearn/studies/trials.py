@@ -124,13 +124,18 @@ def _replaces(old: dict, new: dict) -> bool:
 def merge_experiment(configs) -> tuple[dict, list[str]]:
     """One experiment from configs given in order: shipped names, paths, or mappings already loaded.
 
-    Merged by :func:`merge_configs` (LightningCLI's rule for ``--config`` files); also returns a
-    name per config for titles (``overrides`` for a mapping).
+    Merged by :func:`merge_configs` (LightningCLI's rule for ``--config`` files); a layer with an
+    ``apply_to(config) -> config`` method (:class:`~featlearn.studies.methods.StepValues`) changes
+    what is merged before it. Also returns a name per config for titles (``overrides`` for a
+    mapping, ``step values`` for such a layer).
     """
     experiment: dict = {}
     names = []
     for config in configs:
-        if isinstance(config, Mapping):
+        if callable(getattr(config, "apply_to", None)):
+            experiment = config.apply_to(experiment)
+            names.append("step values")
+        elif isinstance(config, Mapping):
             experiment = merge_configs(experiment, dict(config))
             names.append("overrides")
         else:

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from featlearn.schedules import Schedule, canonical_segments, hold_from, map_arguments, skip_steps
+from featlearn.schedules import Schedule, canonical_segments, hold_from, map_arguments, set_at_step, skip_steps
 
 
 def test_constant():
@@ -178,6 +178,28 @@ def test_hold_from_keeps_the_start_and_holds_a_value_after():
         hold_from(ramp, 3, 0.0, "model.lr_w")
     with pytest.raises(ValueError, match="integer >= 1"):
         hold_from(PROCESS, 0, 0.0, "model.lr_w")
+
+
+def test_set_at_step_changes_that_step_alone():
+    for step, value in ((1, 15.0), (2, 7.0), (3, 2.0), (9, 2.0)):
+        changed = set_at_step(PROCESS, step, value, "model.lr_w")
+        for t in (1, 2, 3, 4, 9, 50):
+            assert Schedule(changed, "x")(t) == (value if t == step else Schedule(PROCESS, "x")(t)), (step, t)
+    # E.1.2's biases, frozen from step 2, keep that under a step-1 rate; a number becomes a schedule.
+    frozen = [{"start": 1, "end": 1, "value": 1e-3}, {"start": 2, "value": 0.0}]
+    assert canonical_segments(set_at_step(frozen, 1, 1e-3, "x")) == frozen
+    assert set_at_step(0.5, 2, 0.0, "x") == [
+        {"start": 1, "end": 1, "value": 0.5},
+        {"start": 2, "end": 2, "value": 0.0},
+        {"start": 3, "value": 0.5},
+    ]
+    assert PROCESS[0] == {"start": 1, "end": 1, "value": 1e-3}  # the input is not edited
+    ramp = [{"start": 1, "end": 4, "value": 1.0, "end_value": 0.0, "decay": "linear"}, {"start": 5, "value": 0.0}]
+    with pytest.raises(ValueError, match="cannot set step 2 inside the decaying segment"):
+        set_at_step(ramp, 2, 0.0, "model.lr_w")
+    assert Schedule(set_at_step(ramp, 5, 3.0, "x"), "x")(5) == 3.0
+    with pytest.raises(ValueError, match="integer >= 1"):
+        set_at_step(PROCESS, 0, 0.0, "model.lr_w")
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import yaml
 
 from featlearn.cli import build_cli
 from featlearn.config_files import resolve_config
+from featlearn.schedules import Schedule
 from featlearn.studies.calibration import (
     Calibration,
     Candidate,
@@ -21,8 +22,8 @@ from featlearn.studies.calibration import (
     seed_errors,
     within_floors,
 )
-from featlearn.studies.methods import load_methods, method_config
-from featlearn.studies.trials import merge_configs
+from featlearn.studies.methods import StepValues, load_methods, method_config
+from featlearn.studies.trials import merge_configs, merge_experiment
 
 from .test_compare import TINY, write_config  # noqa: TID252
 
@@ -120,8 +121,50 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
     # Every kept candidate keeps the initialisation: lambda_w^(1) = 0.
     for candidate in spec.candidates:
         if candidate.name.startswith("kept"):
-            decay = candidate.overlay["model"]["init_args"]["training"]["weight_decay_w"]
-            assert decay[0] == {"start": 1, "end": 1, "value": 0.0}
+            decay = merge_experiment(["shi_parity", *candidate.layers])[0]["model"]["init_args"]["training"]
+            assert Schedule(decay["weight_decay_w"], "x")(1) == 0.0, candidate.name
+
+
+def test_a_kept_candidate_changes_step_1_alone_and_keeps_each_experiments_other_steps():
+    """E.1.2's biases stay frozen from step 2, E.2.3 n = 10000's second layer keeps its 6000."""
+    spec = load_candidates("calibration/shi_table1")
+    kept = next(c for c in spec.candidates if c.name == "kept, eta1 = 15")
+    assert kept.overlay == {} and set(kept.at_steps) == {1}
+
+    def training(*configs):
+        return merge_experiment([*configs, *kept.layers])[0]["model"]["init_args"]["training"]
+
+    def at(schedule, step):
+        return Schedule(schedule, "x")(step)
+
+    e11, e12, n10000 = training("shi_parity"), training("shi_interval"), training("shi_parity", "shi/n10000")
+    plain = merge_experiment(["shi_interval"])[0]["model"]["init_args"]["training"]
+    for process in (e11, e12, n10000):
+        assert at(process["lr_w"], 1) == 15.0 and at(process["weight_decay_w"], 1) == 0.0
+        assert at(process["lr_b"], 1) == 1e-3
+    # E.1.1's lr_b followed lr_w: it does from step 2 on, as the experiment has it.
+    assert [at(e11["lr_b"], s) for s in (2, 3, 600)] == [1.0, 1e-4, 1e-4]
+    assert [at(e12["lr_b"], s) for s in (2, 3, 200)] == [0.0, 0.0, 0.0] == [at(plain["lr_b"], s) for s in (2, 3, 200)]
+    assert at(n10000["lr_a"], 3) == 6000.0 and at(e12["weight_decay_w"], 2) == at(plain["weight_decay_w"], 2)
+    with pytest.raises(ValueError, match=r"at_steps 1: model.init_args.training.nothing: the experiment sets no"):
+        StepValues({1: {"model.init_args.training.nothing": 1.0}}).apply_to(merge_experiment(["shi_parity"])[0])
+
+
+@pytest.mark.parametrize(
+    "at_steps", [{0: {"a.b": 1.0}}, {1: {"a.b": "x"}}, {1: [1.0]}, [1.0], {True: {"a.b": 1.0}}]
+)
+def test_bad_step_values_are_refused_with_the_candidate_named(tmp_path, at_steps):
+    spec = {
+        "methods": "compare/shi_network",
+        "paper": "shi2022",
+        "setting": "E.1.1 parity (T1)",
+        "objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}]}},
+        "candidates": {"a": {"about": "x", "overlay": {}, "at_steps": at_steps}},
+    }
+    path = tmp_path / "candidates.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match=r"candidate 'a': 'at_steps' maps update steps \(integers >= 1\)"):
+        load_candidates(path)
 
 
 @pytest.mark.parametrize(
