@@ -344,7 +344,8 @@ class FeatureAlignment(DiagnosticCallback):
             per_member.append(values)
         if clusters:
             first = min(self.member_clusters, default=step)
-            now = [{k: float(v[k]) for k in ("cluster_cos", "centre_cos")} for v in per_member]
+            kept = [k for k in ("cluster_cos", "centre_cos", "class_mean_cos") if k in per_member[0]]
+            now = [{k: float(v[k]) for k in kept} for v in per_member]
             self.member_clusters = {**{first: self.member_clusters.get(first, now)}, step: now}
         return {f"align/{k}": torch.stack([v[k] for v in per_member]).mean() for k in per_member[0]}
 
@@ -352,13 +353,15 @@ class FeatureAlignment(DiagnosticCallback):
         """Per member, with ``clusters``: :func:`two_clusters` at the first and the last step computed.
 
         ``cluster_cos`` and ``centre_cos`` at the last step; ``cluster_cos_start`` and
-        ``centre_cos_start`` at the first (step 0: the initialisation). Empty without ``clusters``.
+        ``centre_cos_start`` at the first (step 0: the initialisation); on real data also
+        ``class_mean_cos`` and ``class_mean_cos_start`` (:func:`class_mean_alignment`). Empty
+        without ``clusters``.
         """
         if not self.member_clusters:
             return {}
         first, last = self.member_clusters[min(self.member_clusters)], self.member_clusters[max(self.member_clusters)]
         out = {}
-        for key in ("cluster_cos", "centre_cos"):
+        for key in last[0]:
             out[key] = [member[key] for member in last]
             out[f"{key}_start"] = [member[key] for member in first]
         return out

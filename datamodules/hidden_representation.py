@@ -7,7 +7,7 @@ from torch import Tensor
 
 from featlearn.datamodules.dictionary import DictionaryDataModule
 from featlearn.datamodules.sparse_coding_law import HiddenLaw, code_law
-from featlearn.validation import check_int, check_probability, is_number
+from featlearn.validation import check_int, check_number, check_probability, is_number
 
 # Largest k for which the random codes are drawn by a permutation of all 2^k binary
 # vectors (beyond it, collisions are rare and rejection is cheaper).
@@ -50,6 +50,10 @@ class HiddenRepresentation(DictionaryDataModule):
         codes: An explicit code table: distinct 0/1 lists of length k.
         code_labels: The label (+1 or -1) of each code in ``codes``.
         p_o: Probability of each irrelevant pattern, in [0, 1] (None: 1/2).
+        label_noise: The probability, in [0, 0.5], that a sample's label is flipped (drawn
+            after the sample, from its own generator: none at 0, so the draws are unchanged).
+            At 0.5 the labels say nothing about the codes: training on noise, the control of
+            E.3.1's "the neuron weights are updated to form clusters".
         **kwargs: :class:`DictionaryDataModule`'s shared arguments (``negative_ratio``,
             ``dictionary``, ``sigma_zeta``, ``relevant``, ``structure_seed``, ``batch_size``,
             paper: 1000) and :class:`SyntheticDataModule`'s (``train_size``, ``test_size``,
@@ -65,9 +69,11 @@ class HiddenRepresentation(DictionaryDataModule):
         codes: list[list[int]] | None = None,
         code_labels: list[int] | None = None,
         p_o: float | None = None,
+        label_noise: float = 0.0,
         **kwargs,
     ) -> None:
         super().__init__(d=d, D=D, k=k, **kwargs)
+        self.label_noise = float(check_number("data.label_noise", label_noise, 0.0, 0.5))
         p_o = 0.5 if p_o is None else p_o
         check_probability("data.p_o", p_o)
         codes, code_labels, codes_per_class = self._check_codes(k, codes, code_labels, codes_per_class)
@@ -75,6 +81,16 @@ class HiddenRepresentation(DictionaryDataModule):
         self.codes_per_class = codes_per_class
         self._given_codes, self._given_code_labels = codes, code_labels
         self._set_law()
+
+    def sample_with_hidden(
+        self, n: int, generator: torch.Generator, device: torch.device
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The dictionary's draw (x, y, phi), each label then flipped with probability ``label_noise``."""
+        x, y, phi = super().sample_with_hidden(n, generator, device)
+        if self.label_noise:
+            flip = torch.rand(n, generator=generator, device=device) < self.label_noise  # (n,)
+            y = torch.where(flip, -y, y)
+        return x, y, phi
 
     @staticmethod
     def _check_codes(

@@ -10,7 +10,7 @@ from torch import Tensor
 from featlearn.contracts import GroundTruth
 from featlearn.datamodules.base import DataModel
 from featlearn.datamodules.sources import DEBIAN_FASHION_MNIST, SOURCES, load_source
-from featlearn.seeding import TRAIN_SET, derive_seed
+from featlearn.seeding import LABEL_NOISE, TRAIN_SET, derive_seed
 from featlearn.validation import check_bool, check_choice, check_int, check_number, is_int
 
 STANDARDIZATIONS = ("none", "global", "per_feature")
@@ -122,6 +122,11 @@ class ImageDataModule(ImageSource, DataModel):
         unit_second_moment: Rescale so that E||x||^2 = 1 on the training rows.
         flatten: Inputs as vectors (two-layer networks) or as (C, H, W) images.
         split_seed: Seed of the shuffle that makes the splits (``seed`` drives the minibatches).
+        label_noise: The probability, in [0, 0.5], that a training or validation label is flipped,
+            once, when the set is read (seeded by ``split_seed``; every member trains on the same
+            flipped set). At 0.5 the labels say nothing about the images: training on noise, the
+            control of a claim about what the labels teach. The test rows keep their labels, so
+            the test accuracy says what the noisy training taught about the true ones.
         **kwargs: :class:`DataModel`'s (``batch_size``, ``seed``, ``eval_batch_size``,
             ``ensemble_size``, ``updates_per_batch``).
     """
@@ -144,9 +149,11 @@ class ImageDataModule(ImageSource, DataModel):
         unit_second_moment: bool = False,
         flatten: bool = True,
         split_seed: int = 0,
+        label_noise: float = 0.0,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        self.label_noise = float(check_number("data.label_noise", label_noise, 0.0, 0.5))
         self.set_source(source, root, download, test_fraction, standardize, flatten, split_seed)
         info = SOURCES[source]
         classes = list(classes) if isinstance(classes, Sequence) and not isinstance(classes, str) else classes
@@ -171,6 +178,7 @@ class ImageDataModule(ImageSource, DataModel):
         self.test_size = test_size
         self.unit_second_moment = check_bool("data.unit_second_moment", unit_second_moment)
         self._splits: dict[str, tuple[Tensor, Tensor]] | None = None  # CPU, preprocessed: x (n, ...), y (n,)
+        self._clean_train_labels: Tensor | None = None  # (n,) the training labels before label_noise
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -203,9 +211,11 @@ class ImageDataModule(ImageSource, DataModel):
     def class_means(self) -> Tensor:
         """The mean preprocessed training input of each class, (2, d) or (2, C, H, W): rows c_-, c_+.
 
-        Real data have no ground-truth features; diagnostics mark these directions instead.
+        Real data have no ground-truth features; diagnostics mark these directions instead. They
+        are the means of the true classes: ``label_noise`` changes what a run trains on, not them.
         """
-        x, y = self._load()["train"]
+        x, _ = self._load()["train"]
+        y = self._clean_train_labels  # the classes' own means, whatever label_noise did to the training labels
         return torch.stack([x[y == -1].mean(0), x[y == 1].mean(0)])
 
     def _device_split(self, split: str) -> tuple[Tensor, Tensor]:
@@ -269,6 +279,12 @@ class ImageDataModule(ImageSource, DataModel):
             parts = {k: v / scale for k, v in parts.items()}
         shape = self.input_shape
         labels = {"train": train_y, "val": val_y, "test": test_y}
+        self._clean_train_labels = train_y.to(self.dtype)
+        if self.label_noise:  # the training and validation labels, flipped once; none drawn at 0
+            flips = torch.Generator().manual_seed(derive_seed(self.split_seed, LABEL_NOISE))
+            for split in ("train", "val"):
+                flip = torch.rand(labels[split].shape[0], generator=flips) < self.label_noise  # (n,)
+                labels[split] = torch.where(flip, -labels[split], labels[split])
         return {
             k: (v.reshape(v.shape[0], *shape).to(self.dtype).contiguous(), labels[k].to(self.dtype))
             for k, v in parts.items()

@@ -25,6 +25,7 @@ STRUCTURE = 7
 PROBE_SET = 8
 UNLABELLED_BATCH = 9
 INJECTED_SET = 10
+LABEL_NOISE = 11
 
 
 def _splitmix64(x: int) -> int:

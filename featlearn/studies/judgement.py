@@ -198,6 +198,8 @@ PROXY = "not the paper's quantity"
 STRADDLES = "the seeds straddle the bound"
 #: The category of a relation against featlearn's run of a method that falls short of the paper's run of it.
 WEAKER_RIVAL = "a weaker rival than the paper's"
+#: The category of a relation whose test a rival the judgement file names (``rival_passes``) would pass too.
+RIVAL_PASSES = "a rival passes the same test"
 #: The category of a cell whose value follows from featlearn's own process or code.
 BUILT_IN = "holds by construction"
 
@@ -1020,7 +1022,9 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
     metric over the seeds instead of its mean (the paper's "standard deviations smaller than
     0.5%"): one number, so a bound on it holds or not, with no spread of its own.
     ``not_measured`` says why featlearn has no measurement for it yet; ``undecidable`` why its
-    measurement, though made, is not the paper's quantity (the cell is ○ whatever its value). A claim is judged by
+    measurement, though made, is not the paper's quantity (the cell is ○ whatever its value);
+    ``rival_passes`` names a rival the test does not rule out (○ likewise, "a rival passes the
+    same test"), with the relation that does compare the two. A claim is judged by
     :func:`~featlearn.studies.judgement.judge`, after
     :func:`~featlearn.studies.judgement.relation_undecided` has set aside
     the claims its measurements cannot decide; the cells' trivial-rate rule itself does not
@@ -1098,6 +1102,9 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             weaker = None if rival is None else weaker_rival(*rival, rival_floor, ours=edges)
             # The judgement file's own "cannot decide" for a relation whose measurement is not the paper's quantity.
             listed = " ".join(str(claim["undecidable"]).split()).rstrip(".") if claim.get("undecidable") else None
+            # ... and for one whose test a named rival passes as well (not ruled out, so not a ✓).
+            passes = " ".join(str(claim["rival_passes"]).split()).rstrip(".") if claim.get("rival_passes") else None
+            listed = listed or passes
             undecided = weaker or listed or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
             built_in = claim.get("by_construction") or (
                 spread_at_ceiling(cell.seed_values, paper)
@@ -1107,7 +1114,9 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             judged = judge(
                 paper, values, left["metric"], item.setting or "", cell.method, rules, claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
-                inconclusive_category=WEAKER_RIVAL if weaker else (PROXY if listed else "inconclusive"),
+                inconclusive_category=(
+                    WEAKER_RIVAL if weaker else RIVAL_PASSES if passes else PROXY if listed else "inconclusive"
+                ),
                 paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,
                 built_in=built_in,
             )  # fmt: skip

@@ -34,6 +34,8 @@ COLUMNS = (
     ("within-group cos at step 0", "cluster_cos_start", "Within-group cos at step 0", 3),
     ("centre cos", "centre_cos", "Cos between the 2 group centres", 3),
     ("centre cos at step 0", "centre_cos_start", "Cos between the 2 group centres at step 0", 3),
+    ("class-mean cos", "class_mean_cos", "Mean cos of each neuron to its nearest class mean", 3),
+    ("class-mean cos at step 0", "class_mean_cos_start", "Mean cos to the nearest class mean at step 0", 3),
     ("least early-gradient cos", "early_gradient_min_cos", "Table 7: smallest early-gradient cos (member 0)", 3),
     ("filter change 0-3", "filter_change_early", "Filter change, epochs 0-3: 1 - cos (member 0)", 3),
     ("filter change 3-20", "filter_change_late", "Filter change, epochs 3-20: 1 - cos (member 0)", 3),

@@ -219,6 +219,13 @@ def test_real_images_hand_the_clusters_at_the_first_and_last_step_to_a_study(fit
         assert results["centre_cos"][s] == pytest.approx(float(two_clusters(ws)["centre_cos"]))
     assert len(results["cluster_cos_start"]) == 2 and results["cluster_cos_start"] != results["cluster_cos"]
     assert cb.history[0]["align/cluster_cos"] == pytest.approx(sum(results["cluster_cos_start"]) / 2)
+    # On real data the neurons' cosine with their nearest class mean too, at the same two steps.
+    truth = dm.ground_truth()
+    for s, ws in enumerate(model.net.w.detach()):
+        means, labels = truth.class_means.double(), truth.class_mean_labels
+        expected = class_mean_alignment(ws.double(), means, labels, None)["class_mean_cos"]
+        assert results["class_mean_cos"][s] == pytest.approx(float(expected))
+    assert cb.history[0]["align/class_mean_cos"] == pytest.approx(sum(results["class_mean_cos_start"]) / 2)
     assert FeatureAlignment().member_results() == {}  # nothing computed: nothing handed over
 
 

