@@ -361,7 +361,7 @@ class FeatureAlignment(DiagnosticCallback):
             return {}
         first, last = self.member_clusters[min(self.member_clusters)], self.member_clusters[max(self.member_clusters)]
         out = {}
-        for key in last[0]:
+        for key in (k for k in last[0] if k in first[0]):  # a checkpoint from before a key was kept lacks it
             out[key] = [member[key] for member in last]
             out[f"{key}_start"] = [member[key] for member in first]
         return out

@@ -121,8 +121,14 @@ def affine_residual(means: Tensor) -> Tensor:
 
 
 def _as_members(values: Tensor, members: int) -> Tensor:
-    """(K, n) -> (S, n): stream j feeds members g K + j (a grid ensemble's G points over K streams)."""
+    """(K, n) -> (S, n): stream j feeds members g K + j (a grid ensemble's G points over K streams).
+
+    Raises:
+        ValueError: K does not divide S.
+    """
     streams = values.shape[0]
+    if members % streams:
+        raise ValueError(f"CountAccuracy: {streams} data stream(s) cannot feed {members} ensemble members.")
     return values if streams == members else values.repeat(members // streams, 1)
 
 

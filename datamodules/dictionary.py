@@ -261,7 +261,7 @@ class DictionaryDataModule(HiddenVariableDataModule):
 
     # ------------------------------------------------------------------ public API
     def count_sets(self, split: str) -> tuple[Tensor, int]:
-        """The count s = sum_{i in A} phi~_i of every row of :meth:`eval_set` ``(split)``: (S, n) long, and k.
+        """The count s = sum_{i in A} phi~_i of every row of :meth:`eval_set` ``(split)``: (K, n) long, and k.
 
         The rows are drawn again from their streams, with the hidden vectors this time: the same
         generators give the same inputs, so row j of the counts belongs to row j of the set.
@@ -275,7 +275,7 @@ class DictionaryDataModule(HiddenVariableDataModule):
             for member in range(self.ensemble_size):
                 _, _, phi = self.sample_with_hidden(n, self.stream_generator(member, stream, 0, device), device)
                 counts.append(phi[:, relevant].sum(dim=1).round().long())  # (n,)
-            cached = torch.stack(counts)  # (S, n)
+            cached = torch.stack(counts)  # (K, n): one row per data stream, as eval_set's
             self._count_sets[split] = cached
         return cached, self.k
 

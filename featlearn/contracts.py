@@ -259,7 +259,7 @@ class CountedData(Protocol):
     """
 
     def count_sets(self, split: str) -> tuple[Tensor, int]:
-        """The count of every row of ``eval_set(split)``: (S, n) long in 0..k, and k."""
+        """The count of every row of ``eval_set(split)``: (K, n) long in 0..k (one row per data stream), and k."""
 
 
 @runtime_checkable

@@ -431,10 +431,12 @@ def set_at_step(spec: ScheduleSpec, step: int, value: float, name: str) -> Sched
     if not is_segment_list(spec):
         spec = [{"start": 1, "value": spec}]
     out: list[dict] = []
+    covered = False
     for start, end, raw in _spans(spec, name):
         if step < start or (end is not None and step > end):
             out.append({**raw, "start": start})
             continue
+        covered = True
         if _ramps(raw) and not (start == step and end == step):
             raise ValueError(f"{name}: cannot set step {step} inside the decaying segment {raw!r}; split it first.")
         if start < step:
@@ -445,6 +447,8 @@ def set_at_step(spec: ScheduleSpec, step: int, value: float, name: str) -> Sched
             if end is None:
                 after.pop("end", None)
             out.append(after)
+    if not covered:
+        raise ValueError(f"{name}: no segment of {spec!r} holds step {step}; the schedule must cover it.")
     return out
 
 

@@ -19,7 +19,9 @@ predictions at the chosen constants.
   method and metric against the paper's value of ``paper_method``'s column) and, optionally,
   ``among`` (the candidates it chooses between; default all);
 * ``candidates``: name -> ``about`` (one line) and ``overlay`` (overrides of the experiment
-  config, merged after it as a further ``--config`` is); optionally ``tune`` (method -> a grid
+  config, merged after it as a further ``--config`` is); optionally ``at_steps`` (``{step:
+  {path: value}}``: that step of the experiment's schedule alone, its other steps kept, a
+  :class:`~featlearn.studies.methods.StepValues` layer after the overlay), ``tune`` (method -> a grid
   that replaces that method's grid: a tuned first- and second-layer pair, say) or
   ``tuned: false`` (its methods run untuned: a candidate whose overlay *is* the constant a grid
   would tune, eq. (278)'s one rate for both layers, say).

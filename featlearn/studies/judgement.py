@@ -363,7 +363,7 @@ def judge(
             return {
                 **cell,
                 "verdict": "cannot decide",
-                "category": "a rival passes the same test",
+                "category": RIVAL_PASSES,
                 "reason": f"{rival['form']} ({column} = {passing[0]:g}) passes the same test, so the test cannot tell "
                 "the paper's claim from it.",
             }
@@ -1102,9 +1102,8 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             weaker = None if rival is None else weaker_rival(*rival, rival_floor, ours=edges)
             # The judgement file's own "cannot decide" for a relation whose measurement is not the paper's quantity.
             listed = " ".join(str(claim["undecidable"]).split()).rstrip(".") if claim.get("undecidable") else None
-            # ... and for one whose test a named rival passes as well (not ruled out, so not a ✓).
+            # One whose test a named rival passes as well: a ✓ it would earn rules nothing out (○); a ✗ stays ✗.
             passes = " ".join(str(claim["rival_passes"]).split()).rstrip(".") if claim.get("rival_passes") else None
-            listed = listed or passes
             undecided = weaker or listed or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
             built_in = claim.get("by_construction") or (
                 spread_at_ceiling(cell.seed_values, paper)
@@ -1114,12 +1113,13 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             judged = judge(
                 paper, values, left["metric"], item.setting or "", cell.method, rules, claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
-                inconclusive_category=(
-                    WEAKER_RIVAL if weaker else RIVAL_PASSES if passes else PROXY if listed else "inconclusive"
-                ),
+                inconclusive_category=WEAKER_RIVAL if weaker else (PROXY if listed else "inconclusive"),
                 paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,
                 built_in=built_in,
             )  # fmt: skip
+            if passes and judged["verdict"] == "reproduced":
+                judged = {**judged, "verdict": "cannot decide", "category": RIVAL_PASSES, "reason": passes + "."}
+                judged.pop("rules_out", None)
             if interval is not None:
                 cell.interval = list(interval)
             cell.judged({**judged, "trivial": None})

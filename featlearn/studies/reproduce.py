@@ -61,6 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from featlearn.studies.calibration import load_candidates
 from featlearn.studies.judgement import Cell, Claim, claim_counts, judge_report, verdict_counts
 from featlearn.studies.methods import StepValues
 from featlearn.studies.plan import (
@@ -130,12 +131,22 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     chosen = summary["objectives"][item.constants]["chosen"]
     if chosen is None:
         return {"why": f"the calibration's objective {item.constants!r} chose no candidate (every one unmeasured)."}
+    # The chosen candidate's constants as its file states them now; a record whose constants differ (a
+    # folder filled before the file changed) is refused, not silently applied.
+    candidate = next((c for c in load_candidates(calibration.study).candidates if c.name == chosen), None)
+    recorded = summary["candidates"].get(chosen) or {}
+    at_steps = {int(s): v for s, v in (recorded.get("at_steps") or {}).items()}  # JSON's keys are strings
+    if candidate is None or recorded.get("overlay") != candidate.overlay or at_steps != candidate.at_steps:
+        return {
+            "why": f"the calibration item {calibration.id!r} chose {chosen!r} with constants that its candidates "
+            f"file ({calibration.study}) no longer states: rerun the calibration item first (--only "
+            f"{calibration.id!r} --overwrite)."
+        }
     return {
         "objective": item.constants,
         "candidate": chosen,
-        "overlay": summary["candidates"][chosen]["overlay"],
-        # JSON's keys are strings: the steps back to integers.
-        "at_steps": {int(s): v for s, v in (summary["candidates"][chosen].get("at_steps") or {}).items()},
+        "overlay": candidate.overlay,
+        "at_steps": candidate.at_steps,
         "calibration": calibration.id,
         "calibrated": item.setting == summary["setting"],
     }

@@ -443,6 +443,10 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     read = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)["a rival passes"]
     assert (read.verdict, read.category) == ("cannot decide", "a rival passes the same test")
     assert read.reason.startswith("the same network on labels of noise passes it too")
+    # ... but a test it fails is failed: the rival takes nothing from a ✗.
+    rules["relations"][-1] = {**rival, "relation": "<"}
+    read = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules)["a rival passes"]
+    assert read.verdict == "differs" and read.category != "a rival passes the same test"
     rules["relations"].pop()
     skipped = collect_relations(plan, {"R": {"status": "not run", "why": "no files"}}, rules)
     assert [c.verdict for c in skipped] == ["not run"] * 5 and skipped[0].reason == "no files"
@@ -545,6 +549,33 @@ def test_an_item_whose_calibration_has_not_run_is_not_run_and_says_so(tmp_path):
     outcome = run_item(item, plan, RunSettings("smoke"), tmp_path, build_cli)
     assert outcome["status"] == "not run"
     assert "calibration item 'E.1.1 calibration', which has not run: run it first" in outcome["why"]
+
+
+def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_it_is_refused(tmp_path):
+    module = importlib.import_module("featlearn.studies.reproduce")
+    plan = load_plan("shi2022")
+    calibration = next(i for i in plan.items if i.kind == "calibration")
+    (item,) = [i for i in plan.items if i.id == "E.1.2"]
+    spec = load_candidates(calibration.study)
+    kept = next(c for c in spec.candidates if c.name == "kept, eta1 = 15")
+    record = tmp_path / "items" / calibration.slug / "calibration.json"
+    record.parent.mkdir(parents=True)
+    summary = {
+        "setting": spec.setting,
+        "objectives": {"Table 1": {"chosen": kept.name}},
+        # JSON turns the steps into strings.
+        "candidates": {kept.name: {"overlay": kept.overlay, "at_steps": {str(s): v for s, v in kept.at_steps.items()}}},
+    }
+    record.write_text(json.dumps(summary))
+    constants = module.calibrated_constants(item, plan, tmp_path)
+    assert constants["candidate"] == kept.name and constants["at_steps"] == kept.at_steps
+    assert constants["calibrated"] is False  # E.1.2 is predicted at Table 1's constants
+    # A folder filled before the file changed (the candidate a whole-schedule overlay then) is not applied silently.
+    stale = {"model": {"init_args": {"training": {"lr_w": [{"start": 1, "end": 1, "value": 15.0}]}}}}
+    summary["candidates"][kept.name] = {"overlay": stale}
+    record.write_text(json.dumps(summary))
+    refused = module.calibrated_constants(item, plan, tmp_path)
+    assert "no longer states: rerun the calibration item first" in refused["why"]
 
 
 def test_a_folder_of_another_scale_is_refused_unless_overwritten(tmp_path):
