@@ -336,6 +336,15 @@ def check_rule_entries(rules: dict, where: str) -> None:
             missing = [key for key in keys if key not in (entry or {})]
             if missing:
                 raise ValueError(f"{where}: {name}[{index}] lacks {', '.join(missing)}: give each entry {keys}.")
+    # A relation's cell is named "relation: <its words>" (judgement.RELATION_PREFIX); "claim: " was its name before
+    # claims became a report's headline, and a pattern written so would never match a cell.
+    for name in ("reasons", "rivals", "by_construction", "undecidable", "forms"):
+        for index, entry in enumerate(rules.get(name) or []):
+            if str((entry or {}).get("method", "")).startswith("claim: "):
+                raise ValueError(
+                    f"{where}: {name}[{index}] names the method {entry['method']!r}: a relation's cells are "
+                    f"'relation: <its words>' now; write 'relation: ' for 'claim: '."
+                )
     frozen = rules.get("features_frozen_before_fit")
     if frozen is not None and not (isinstance(frozen, list) and all(isinstance(p, str) for p in frozen)):
         raise ValueError(f"{where}: features_frozen_before_fit must be a list of method patterns, got {frozen!r}.")

@@ -1022,6 +1022,10 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
         ({"features_frozen_before_fit": "One Step*"}, "features_frozen_before_fit must be a list of method patterns"),
         ({"rivals": [{"setting": "S", "method": "N", "metric": "alpha", "value": 1.5}]}, r"rivals\[0\] lacks form"),
         ({"by_construction": [{"setting": "S", "method": "N", "metric": "cos"}]}, r"by_construction\[0\] lacks why"),
+        (  # the old name of a relation's cells, which no cell carries any more
+            {"reasons": [{"setting": "*", "method": "claim: X fails", "metric": "test", "reason": "r"}]},
+            r"reasons\[0\] names the method 'claim: X fails': .* write 'relation: ' for 'claim: '",
+        ),
     ],
 )
 def test_a_malformed_judgement_file_entry_is_refused_naming_it(rules, message):
