@@ -160,13 +160,15 @@ def test_mnist_zero_one_offline_reaches_the_papers_accuracy(tmp_path):
     assert float(accuracy["test"][last].min()) >= 0.985  # 200 test digits: 0.985 is 3 mistakes
     assert float(cli.trainer.callback_metrics["test/error"]) <= 0.015
     assert list((tmp_path / "shi_real_mnist01").glob("version_*/events.out.tfevents.*"))  # curves for TensorBoard
-    # The neurons turn towards the class structure (Figure 17's clusters): measured 0.01 -> 0.19.
+    # The neurons turn towards the class structure (Figure 17's clusters): measured 0.014 -> 0.171 (seed 0, E.4's
+    # independent Gaussian initialisation).
     alignment = next(cb for cb in cli.trainer.callbacks if isinstance(cb, FeatureAlignment))
     first, last_seen = alignment.history[0], alignment.history[-1]
     assert last_seen["align/class_mean_cos"] >= 5 * first["align/class_mean_cos"]
     assert last_seen["align/class_mean_sign_agreement"] >= 0.7
     assert sorted(alignment.images) == [0, 13, 125, last]
-    # Two groups (k-means, E.4.1's cosines): measured within-group 0.294 -> 0.399, centres -0.067 -> -0.563.
+    # Two groups (k-means, E.4.1's cosines): measured within-group 0.206 -> 0.330, centres -0.064 -> -0.669; on
+    # labels of noise they form as well (the report's E.4 control), so this checks the run, not the paper's claim.
     clusters = alignment.member_results()
     assert min(clusters["cluster_cos"]) >= min(clusters["cluster_cos_start"]) + 0.05
     assert max(clusters["centre_cos"]) <= max(clusters["centre_cos_start"]) - 0.3
