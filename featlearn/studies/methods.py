@@ -175,10 +175,8 @@ def method_config(experiment: dict, method: Method, seeds: int, seed: int | None
     config = copy.deepcopy(merge_configs(experiment, method.overrides))  # edited below: share nothing
     for path, (step, value) in method.tails.items():  # a tuned schedule tail: the experiment's early steps kept
         where = f"Method {method.name!r}: tune {path}@{step}"
-        current = followed_value(config, path)
-        if current is None:
-            raise ValueError(f"{where}: the experiment sets no {path} whose steps before {step} it could keep.")
-        set_path(config, path, canonical_segments(hold_from(copy.deepcopy(current), step, value, where), where), where)
+        missing = f"the experiment sets no {path} whose steps before {step} it could keep"
+        rewrite_schedule(config, path, lambda spec, s=step, v=value, w=where: hold_from(spec, s, v, w), where, missing)
     if seed is not None:
         config["seed_everything"] = seed
     reshape_process(config, method)
@@ -248,18 +246,37 @@ class StepValues:
         Raises:
             ValueError: A path neither set nor followed in ``config``, or a step inside a ramp.
         """
-        before, changed = config, copy.deepcopy(config)
+        changed = copy.deepcopy(config)
         for step, entries in sorted(self.values.items()):
             for path, value in entries.items():
                 where = f"at_steps {step}: {path}"
-                current = get_path(changed, path)
-                if current is None:
-                    current = followed_value(before, path)
-                if current is None:
-                    raise ValueError(f"{where}: the experiment sets no {path} (nor the argument it follows).")
-                schedule = set_at_step(copy.deepcopy(current), int(step), value, where)
-                set_path(changed, path, canonical_segments(schedule, where), where)
+                missing = f"the experiment sets no {path} (nor the argument it follows)"
+                rewrite_schedule(
+                    changed,
+                    path,
+                    lambda spec, s=int(step), v=value, w=where: set_at_step(spec, s, v, w),
+                    where,
+                    missing,
+                    followed_in=config,
+                )
         return changed
+
+
+def rewrite_schedule(config: dict, path: str, rewrite, where: str, missing: str, followed_in: dict | None = None):
+    """Set the schedule at ``path`` of ``config`` (in place) to ``rewrite(schedule)``, in canonical form.
+
+    The schedule is the one set at ``path``, or where it is unset the one of the argument it
+    follows (:func:`followed_value`), read in ``followed_in`` (default: ``config`` itself).
+
+    Raises:
+        ValueError: Neither is set (``missing`` says so, after ``where``).
+    """
+    current = get_path(config, path)
+    if current is None:
+        current = followed_value(config if followed_in is None else followed_in, path)
+    if current is None:
+        raise ValueError(f"{where}: {missing}.")
+    set_path(config, path, canonical_segments(rewrite(copy.deepcopy(current)), where), where)
 
 
 def _is_test_accuracy(callback: dict) -> bool:
