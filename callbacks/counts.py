@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.callbacks.pictures import publish_chart
 from featlearn.contracts import CountedData, Learner, require
 
 
@@ -53,12 +54,7 @@ class CountAccuracy(DiagnosticCallback):
         super().on_fit_start(trainer, pl_module)
         require(pl_module, Learner, "CountAccuracy", role="learner")
         _, k = self.data_model.count_sets("test")
-        if trainer.is_global_zero:
-            layout = {"featlearn": {"accuracy by count": ["Multiline", [f"counts/acc_{s}" for s in range(k + 1)]]}}
-            for logger in trainer.loggers:
-                experiment = getattr(logger, "experiment", None)
-                if hasattr(experiment, "add_custom_scalars"):
-                    experiment.add_custom_scalars(layout)
+        publish_chart(trainer, "accuracy by count", [f"counts/acc_{s}" for s in range(k + 1)])
 
     def member_results(self) -> dict[str, list]:
         """Per member at the last cadence step: ``count_acc_s`` (%) for each count s and ``count_affine_residual``."""

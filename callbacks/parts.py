@@ -7,6 +7,7 @@ import torch
 from torchmetrics.classification import MulticlassAccuracy
 
 from featlearn.callbacks.base import DiagnosticCallback
+from featlearn.callbacks.pictures import publish_chart
 from featlearn.contracts import ClassPredictor, PartedData, require
 from featlearn.validation import check_int
 
@@ -58,12 +59,7 @@ class PartAccuracy(DiagnosticCallback):
             name: MulticlassAccuracy(num_classes=data.num_classes, average="micro").to(pl_module.device)
             for name in ("original", "injected", "mixture", "reference")
         }
-        if trainer.is_global_zero:
-            layout = {"featlearn": {"accuracy by part": ["Multiline", list(PART_TAGS)]}}
-            for logger in trainer.loggers:
-                experiment = getattr(logger, "experiment", None)
-                if hasattr(experiment, "add_custom_scalars"):
-                    experiment.add_custom_scalars(layout)
+        publish_chart(trainer, "accuracy by part", list(PART_TAGS))
 
     def member_results(self) -> dict[str, list]:
         """Per member at the last step: ``part_original``, ``part_injected`` and ``part_gap`` (points).

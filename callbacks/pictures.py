@@ -84,3 +84,17 @@ def publish_figure(trainer, tag: str, figure, step: int, filename: str | None) -
         figure.savefig(folder / filename, dpi=100)
     plt.close(figure)
     return image
+
+
+def publish_chart(trainer, title: str, tags: list[str]) -> None:
+    """Draw ``tags`` on one TensorBoard chart, ``title`` (the Custom Scalars tab), in every logger that can.
+
+    Only the global-zero process writes; a logger without ``add_custom_scalars`` is skipped.
+    """
+    if not trainer.is_global_zero:
+        return
+    layout = {"featlearn": {title: ["Multiline", list(tags)]}}
+    for logger in trainer.loggers:
+        experiment = getattr(logger, "experiment", None)
+        if hasattr(experiment, "add_custom_scalars"):
+            experiment.add_custom_scalars(layout)
