@@ -123,10 +123,12 @@ class ImageDataModule(ImageSource, DataModel):
         flatten: Inputs as vectors (two-layer networks) or as (C, H, W) images.
         split_seed: Seed of the shuffle that makes the splits (``seed`` drives the minibatches).
         label_noise: The probability, in [0, 0.5], that a training or validation label is flipped,
-            once, when the set is read (seeded by ``split_seed``; every member trains on the same
-            flipped set). At 0.5 the labels say nothing about the images: training on noise, the
-            control of a claim about what the labels teach. The test rows keep their labels, so
-            the test accuracy says what the noisy training taught about the true ones.
+            once per member: member s flips its own labels, seeded by ``seed + s`` as its minibatch
+            stream is, so the spread over members is the spread over draws of the noise (the
+            images and their order stay those of ``split_seed``). At 0.5 the labels say nothing
+            about the images: training on noise, the control of a claim about what the labels
+            teach. The test rows keep their labels, so the test accuracy says what the noisy
+            training taught about the true ones.
         **kwargs: :class:`DataModel`'s (``batch_size``, ``seed``, ``eval_batch_size``,
             ``ensemble_size``, ``updates_per_batch``).
     """
@@ -178,7 +180,6 @@ class ImageDataModule(ImageSource, DataModel):
         self.test_size = test_size
         self.unit_second_moment = check_bool("data.unit_second_moment", unit_second_moment)
         self._splits: dict[str, tuple[Tensor, Tensor]] | None = None  # CPU, preprocessed: x (n, ...), y (n,)
-        self._clean_train_labels: Tensor | None = None  # (n,) the training labels before label_noise
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -214,12 +215,33 @@ class ImageDataModule(ImageSource, DataModel):
         Real data have no ground-truth features; diagnostics mark these directions instead. They
         are the means of the true classes: ``label_noise`` changes what a run trains on, not them.
         """
-        x, _ = self._load()["train"]
-        y = self._clean_train_labels  # the classes' own means, whatever label_noise did to the training labels
+        x, y = self._load()["train"]  # the true labels: label_noise flips only the members' device views
         return torch.stack([x[y == -1].mean(0), x[y == 1].mean(0)])
 
     def _device_split(self, split: str) -> tuple[Tensor, Tensor]:
-        return self.shared_views(split, *self._load()[split])
+        x, y = self._load()[split]  # (n, ...), (n,)
+        if not self.label_noise or split == "test":
+            return self.shared_views(split, x, y)
+        # The images once (stride 0 along S), each member's labels its own draw of the noise: (S, n).
+        members = self.ensemble_size
+        return self.shared_views(
+            split, build=lambda: (x.unsqueeze(0).expand(members, *x.shape), self.noisy_labels(split, y, members))
+        )
+
+    def noisy_labels(self, split: str, labels: Tensor, members: int) -> Tensor:
+        """Each member's labels of ``split``, each flipped with probability ``label_noise``: (S, n).
+
+        Member s draws from the stream seeded by ``(seed + s, LABEL_NOISE)``, the training
+        flips first and the validation flips after them: a member's labels are those of a
+        single run with seed ``seed + s``, whatever the ensemble size.
+        """
+        rows, n_train = [], self._load()["train"][1].shape[0]
+        for s in range(members):
+            flips = torch.Generator().manual_seed(derive_seed(self.seed + s, LABEL_NOISE))
+            draws = torch.rand(n_train + (labels.shape[0] if split == "val" else 0), generator=flips)
+            flip = (draws[n_train:] if split == "val" else draws) < self.label_noise  # (n,)
+            rows.append(torch.where(flip, -labels, labels))
+        return torch.stack(rows)  # (S, n)
 
     def _load(self) -> dict[str, tuple[Tensor, Tensor]]:
         if self._splits is None:
@@ -279,12 +301,6 @@ class ImageDataModule(ImageSource, DataModel):
             parts = {k: v / scale for k, v in parts.items()}
         shape = self.input_shape
         labels = {"train": train_y, "val": val_y, "test": test_y}
-        self._clean_train_labels = train_y.to(self.dtype)
-        if self.label_noise:  # the training and validation labels, flipped once; none drawn at 0
-            flips = torch.Generator().manual_seed(derive_seed(self.split_seed, LABEL_NOISE))
-            for split in ("train", "val"):
-                flip = torch.rand(labels[split].shape[0], generator=flips) < self.label_noise  # (n,)
-                labels[split] = torch.where(flip, -labels[split], labels[split])
         return {
             k: (v.reshape(v.shape[0], *shape).to(self.dtype).contiguous(), labels[k].to(self.dtype))
             for k, v in parts.items()

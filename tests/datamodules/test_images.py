@@ -45,7 +45,21 @@ def test_labels_of_noise_flip_the_training_and_validation_rows_and_keep_the_test
     assert torch.equal(clean.eval_set("test")[1], noisy.eval_set("test")[1])  # the test labels are the true ones
     assert torch.equal(clean.class_means(), noisy.class_means())  # the classes' means, not the noisy labels'
     again = ImageDataModule(source="mnist_5k", classes=[0, 1], batch_size=64, val_size=100, label_noise=0.5)
-    assert torch.equal(again.train_set()[1], noisy.train_set()[1])  # seeded by split_seed: the same flips
+    assert torch.equal(again.train_set()[1], noisy.train_set()[1])  # seeded: the same flips again
+
+
+def test_each_member_draws_its_own_labels_of_noise_as_a_single_run_with_its_seed_would():
+    common = dict(source="digits", classes=[3, 8], batch_size=16, val_size=40, label_noise=0.5)
+    members = ImageDataModule(**common, seed=4, ensemble_size=3)
+    x, y = members.train_set()  # (3, n, 64), (3, n)
+    assert x.stride(0) == 0  # the images are stored once
+    assert not torch.equal(y[0], y[1]) and not torch.equal(y[1], y[2])  # the spread over seeds is the noise's
+    for s in range(3):
+        single = ImageDataModule(**common, seed=4 + s)
+        assert torch.equal(single.train_set()[1][0], y[s])
+        assert torch.equal(single.eval_set("val")[1][0], members.eval_set("val")[1][s])
+        assert torch.equal(single.eval_set("test")[1][0], members.eval_set("test")[1][s])  # true labels
+    assert not torch.equal(members.eval_set("val")[1][0], members.eval_set("val")[1][1])
     assert torch.equal(ImageDataModule(source="digits", label_noise=0.0).train_set()[1],
                        ImageDataModule(source="digits").train_set()[1])  # fmt: skip
 
