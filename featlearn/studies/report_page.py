@@ -307,14 +307,17 @@ def headline(claims: list[Claim], only: list[str] | tuple[str, ...] | None = Non
 
 
 def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "") -> list[str]:
-    """One line per claim: its words, its place, the paper's number against featlearn's, the verdict and its evidence.
+    """One line per claim: its words, its place, what is tested, featlearn's number, the verdict and its evidence.
 
     The numbers are those of the cell that decides the claim (the first whose verdict is the
-    claim's), with how many other cells the claim has; the evidence links to the item's section
+    claim's), with how many other cells the claim has. The column "Tested" holds the paper's
+    value or bound, or, for a relation between two of featlearn's measurements, the other
+    side's featlearn value, named by its method: never a featlearn number under the paper's
+    name. The evidence links to the item's section
     (``link`` before the anchor: the report's path where the matrix is shown elsewhere), and a
     long reason to its note (``notes``; None: the reason's first sentences alone).
     """
-    lines = ["| Claim | Place | The paper | featlearn | Verdict |", "|---|---|---|---|---|"]
+    lines = ["| Claim | Place | Tested | featlearn | Verdict |", "|---|---|---|---|---|"]
     for claim in sorted(claims, key=lambda c: c.diagnostic):
         verdict = claim.verdict
         first = claim.deciding_cells[0] if claim.cells else None
