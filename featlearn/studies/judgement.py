@@ -15,7 +15,8 @@ values over seeds :math:`x_1, \dots, x_S` (mean :math:`\bar x`, standard deviati
   interval alone is the window: :math:`l \le v \le h` for ``=``, :math:`h < v` for
   ``<``, :math:`l > v` for ``>``; two fitted rates compared with each other are equal when
   their intervals overlap, and one is below the other when its interval lies strictly
-  below. A ✓ could have failed: it names the alternative it rules out
+  below (where they overlap with the estimate on the claimed side, as where the seeds'
+  spread straddles a bound, the cell cannot decide). A ✓ could have failed: it names the alternative it rules out
   (:func:`rules_out`), and where the judgement file's *rival* of the cell (another
   functional form, a constant offset) would pass the same test (:func:`rival_passes`),
   the cell is "cannot decide" instead.
@@ -196,6 +197,7 @@ UNDECIDABLE = "a claim its measurements cannot decide"
 PROXY = "not the paper's quantity"
 #: The category of a bound whose mean holds it while the seeds' spread crosses it.
 STRADDLES = "the seeds straddle the bound"
+STRADDLES_INTERVALS = "the intervals overlap"
 #: The category of a relation against featlearn's run of a method that falls short of the paper's run of it.
 WEAKER_RIVAL = "a weaker rival than the paper's"
 #: The category of a relation whose test a rival the judgement file names (``rival_passes``) would pass too.
@@ -372,7 +374,8 @@ def judge(
         if interval is not None and paper_interval is not None and relation in ("<", ">"):
             edge = paper_interval[0] if relation == "<" else paper_interval[1]
         return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, edge, trivial, rival)}
-    if interval is None and relation in ("<", ">") and (mean < paper_value if relation == "<" else mean > paper_value):
+    on_claimed_side = relation in ("<", ">") and (mean < paper_value if relation == "<" else mean > paper_value)
+    if on_claimed_side and interval is None:
         # The mean is on the claimed side, only the seeds' spread crosses the bound: no evidence either way.
         return {
             **cell,
@@ -382,11 +385,26 @@ def judge(
             f"({allowed:.3g}, std_multiple x std) crosses it: neither the bound nor its opposite is shown."
             + (f" {known['reason']}" if known is not None else ""),
         }
+    if on_claimed_side and interval[0] <= other_high and other_low <= interval[1]:
+        # The same for a fitted rate: its estimate on the claimed side, its interval reaching the other side's.
+        return {
+            **cell,
+            "verdict": "cannot decide",
+            "category": STRADDLES_INTERVALS,
+            "reason": f"featlearn's {mean:.3g} lies on the paper's side of {paper_value:g}, but its 95% interval "
+            f"[{interval[0]:.3g}, {interval[1]:.3g}] reaches {shown_interval(other_low, other_high)}: neither the "
+            "bound nor its opposite is shown." + (f" {known['reason']}" if known is not None else ""),
+        }
     if known is not None:
         # A difference its measurements cannot decide (one within the seeds' spread) is no "differs".
         verdict = "cannot decide" if known["category"] == UNDECIDABLE else "differs"
         return {**cell, "verdict": verdict, "category": known["category"], "reason": known["reason"]}
     return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
+
+
+def shown_interval(low: float, high: float) -> str:
+    """The other side of a comparison in words: a value, or a fitted rate's 95% interval."""
+    return f"{low:.3g}" if low == high else f"the other side's interval [{low:.3g}, {high:.3g}]"
 
 
 def measured_rival_verdict(

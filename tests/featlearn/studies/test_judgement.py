@@ -175,13 +175,21 @@ def test_a_fitted_rate_is_judged_by_its_interval_alone():
     assert judge(2.0, [2.1], "alpha", "T", "NTK", rules, "=", interval=(1.9, 2.3))["verdict"] == "reproduced"
     # A bound holds at the interval's edge: [1.32, 1.71] < 2, but not [1.6, 2.1] < 2, whatever the point fit.
     assert judge(2.0, [1.52], "alpha", "T", "Network", rules, "<", interval=(1.32, 1.71))["verdict"] == "reproduced"
-    assert judge(2.0, [1.52], "alpha", "T", "Network", rules, "<", interval=(1.6, 2.1))["verdict"] == "differs"
     assert judge(-1.0, [-0.8], "alpha", "T", "x", rules, ">", interval=(-0.9, -0.7))["verdict"] == "reproduced"
-    assert judge(-1.0, [-0.8], "alpha", "T", "x", rules, ">", interval=(-1.1, -0.7))["verdict"] == "differs"
+    # An interval across the bound shows neither side (as seeds that straddle it): the estimate's side decides
+    # only between "cannot decide" and "differs".
+    across = judge(2.0, [1.8], "alpha", "T", "Network", rules, "<", interval=(1.6, 2.1))
+    assert (across["verdict"], across["category"]) == ("cannot decide", "the intervals overlap")
+    assert "[1.6, 2.1] reaches 2: neither the bound nor its opposite is shown" in across["reason"]
+    assert judge(-1.0, [-0.8], "alpha", "T", "x", rules, ">", interval=(-1.1, -0.7))["verdict"] == "cannot decide"
+    assert judge(2.0, [2.05], "alpha", "T", "Network", rules, "<", interval=(1.9, 2.3))["verdict"] == "differs"
+    assert judge(2.0, [2.3], "alpha", "T", "Network", rules, "<", interval=(2.1, 2.5))["verdict"] == "differs"
     # Two fitted rates: equal when the intervals overlap, below when strictly below.
     both = {"interval": (1.55, 1.80), "paper_interval": (1.32, 1.71)}
     assert judge(1.52, [1.65], "alpha", "T", "x", rules, "=", **both)["verdict"] == "reproduced"
-    assert judge(1.52, [1.65], "alpha", "T", "x", rules, ">", **both)["verdict"] == "differs"
+    overlap = judge(1.52, [1.65], "alpha", "T", "x", rules, ">", **both)
+    assert overlap["verdict"] == "cannot decide" and "reaches the other side's interval [1.32, 1.71]" in overlap["reason"]
+    assert judge(1.52, [1.65], "alpha", "T", "x", rules, "<", **both)["verdict"] == "differs"  # the wrong side
     apart = {"interval": (1.32, 1.71), "paper_interval": (2.34, 2.51)}
     assert judge(2.42, [1.52], "alpha", "T", "x", rules, "=", **apart)["verdict"] == "differs"
     assert judge(2.42, [1.52], "alpha", "T", "x", rules, "<", **apart)["verdict"] == "reproduced"
