@@ -840,8 +840,11 @@ def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_e
     claim = collect_relations(plan, outcomes, rules)[0]
     assert claim.verdict == "reproduced" and claim.paper == 2.42  # 1.71 < 2.34: edge against edge
     assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(relations_table([claim]))
-    results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below
+    results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below, nor above
+    assert collect_relations(plan, outcomes, rules)[0].verdict == "cannot decide"
+    results["Network"]["alpha"], results["Network"]["alpha_interval"] = [2.45], [2.40, 2.50]  # the wrong side
     assert collect_relations(plan, outcomes, rules)[0].verdict == "differs"
+    results["Network"]["alpha"], results["Network"]["alpha_interval"] = [1.52], [1.32, 2.4]
     rules["relations"][0]["relation"] = "="  # two rates are equal when their intervals overlap
     assert collect_relations(plan, outcomes, rules)[0].verdict == "reproduced"
     results["Network"]["alpha_interval"] = [1.32, 1.71]
