@@ -364,3 +364,21 @@ def test_bad_calibrate_options_exit_2_with_one_line_naming_the_option(tmp_path, 
     assert raised.value.code == 2
     assert match in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_the_memorisation_items_kept_rows_carry_the_random_first_layer_into_step_3(tmp_path):
+    """Every candidate's step 2 erases w and b (1 - 2 eta lambda = 0); the kept rows keep them through step 2."""
+    chosen = next(c for c in load_candidates("calibration/shi_table1").candidates if c.name == "kept, eta1 = 15")
+    experiment = merge_experiment(["shi_parity", *chosen.layers])[0]  # the item under Table 1's constants
+    methods = {m.name: m for m in load_methods(resolve_config("compare/shi_memorisation"))}
+
+    def shrink(config, group, step):  # eq. (4)'s factor on a group's parameters at a step: 1 - 2 eta lambda
+        training = config["model"]["init_args"]["training"]
+        rate = training.get(f"lr_{group}", training["lr_w"])  # lr_b follows lr_w where the experiment sets none
+        return 1.0 - 2.0 * Schedule(rate, "x")(step) * Schedule(training[f"weight_decay_{group}"], "x")(step)
+
+    for name, method in methods.items():
+        config = method_config(experiment, method, 2, 0, tmp_path)
+        kept, biases_kept = "kept initialisation" in name, "kept initialisation" in name or "lambda_b = 0" in name
+        assert shrink(config, "w", 1) == 1.0 and shrink(config, "b", 1) == 1.0, name  # step 1 keeps them
+        assert (shrink(config, "w", 2), shrink(config, "b", 2)) == (float(kept), float(biases_kept)), name
