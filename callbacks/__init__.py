@@ -13,6 +13,7 @@ from featlearn.callbacks.filters import FilterDynamics  # noqa: E402
 from featlearn.callbacks.heldout import HeldOutAccuracy  # noqa: E402
 from featlearn.callbacks.parity import ParityProgress  # noqa: E402
 from featlearn.callbacks.parts import PartAccuracy  # noqa: E402
+from featlearn.callbacks.units import HiddenUnits  # noqa: E402
 from featlearn.callbacks.xor_phase import XORPhaseDiagnostics  # noqa: E402
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "FeatureAlignment",
     "FilterDynamics",
     "HeldOutAccuracy",
+    "HiddenUnits",
     "ParityProgress",
     "PartAccuracy",
     "StepCheckpoint",

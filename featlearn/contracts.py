@@ -385,6 +385,14 @@ class GradientLearner(Protocol):
         """The gradient (S, p, d) of each member's mean data loss on (x, y) in its neurons w; None without neurons."""
 
 
+@runtime_checkable
+class HiddenLearner(Protocol):
+    """A learner with one hidden layer whose units an observer may read (``TwoLayerNet``)."""
+
+    def hidden_units(self, x: Tensor) -> Tensor | None:
+        """The hidden activations sigma(w_j . x + b_j) (S, B, p) for inputs (K, B, d) or shared (B, d)."""
+
+
 # ---------------------------------------------------------------------------- learner declarations
 @runtime_checkable
 class DataDerivedConstants(Protocol):

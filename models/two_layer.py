@@ -515,6 +515,11 @@ class TwoLayerNet(ScheduledSGDModule):
         """The second-layer weights a (S, p)."""
         return self.two_layer.a.detach()
 
+    @torch.no_grad()
+    def hidden_units(self, x: Tensor) -> Tensor:
+        """The hidden activations sigma(w_j . x + b_j) (S, B, p), without the training noise xi."""
+        return self.two_layer.hidden(x)
+
     def first_layer_gradient(self, x: Tensor, y: Tensor, chunk: int = 65536) -> Tensor:
         r"""The gradient of each member's mean data loss on a set with respect to its neurons: (S, p, d).
 
