@@ -298,6 +298,7 @@ def test_the_shipped_plan_names_settings_the_paper_table_has_and_methods_its_met
     clusters |= {"class-mean cos", "class-mean cos at step 0"}  # E.4's "effective features", against noise labels
     clusters |= {"least early-gradient cos", "filter change 0-3", "filter change 3-20"}  # E.4.1's filters
     clusters |= {"steps to 90% test"}  # E.1.2's "learns the fastest"
+    clusters |= {"affine in s", "active units", "silent inputs", "mean ||w_j||"}  # featlearn's own readings
     assert (
         set(rules["tolerances"])
         == {"train", "test", "cos", "centres", "original", "injected", "gap", "minimum"} | clusters
