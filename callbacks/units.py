@@ -51,10 +51,11 @@ class HiddenUnits(DiagnosticCallback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: D102
         super().on_fit_start(trainer, pl_module)
         require(pl_module, Learner, "HiddenUnits", role="learner")
-        if not isinstance(pl_module, HiddenLearner):
+        if not isinstance(pl_module, HiddenLearner) or pl_module.first_layer_features() is None:
             raise ValueError(
-                f"HiddenUnits reads a hidden layer's activations, which {type(pl_module).__name__} does not give "
-                "(no hidden_units()): remove HiddenUnits from this run's callbacks."
+                f"HiddenUnits reads a hidden layer's activations and neurons, which {type(pl_module).__name__} does "
+                "not give (no hidden_units(), or first_layer_features() is None): remove HiddenUnits from this run's "
+                "callbacks."
             )
         if not self.data_model.set_size(self.split):
             raise ValueError(
@@ -71,7 +72,8 @@ class HiddenUnits(DiagnosticCallback):
         n, chunk = x.shape[1], data.eval_batch_size
         fired, pairs, silent = None, 0.0, 0.0  # fired: (S, p) bool, some input fired the unit
         for i in range(0, n, chunk):
-            alive = pl_module.hidden_units(x[:, i : i + chunk].to(pl_module.device)) != 0  # (S, B, p)
+            h = pl_module.hidden_units(x[:, i : i + chunk].to(pl_module.device))  # (S, B, p)
+            alive = (h != 0) & ~h.isnan()  # a diverged member's NaN units fire on nothing
             fired = alive.any(dim=1) if fired is None else fired | alive.any(dim=1)
             pairs = pairs + alive.sum(dim=(1, 2)).to("cpu", torch.float64)  # (S,)
             silent = silent + (~alive.any(dim=2)).sum(dim=1).to("cpu", torch.float64)  # (S,)

@@ -193,7 +193,10 @@ class ImageDataModule(ImageSource, DataModel):
         self._load()
 
     def train_set(self) -> tuple[Tensor, Tensor]:
-        """The training rows on the training device: x (S, n, ...), y (S, n), shared by the members."""
+        """The training rows on the training device: x (S, n, ...) stored once for all members, y (S, n).
+
+        Each member's y is its own draw of ``label_noise``; without it, y is shared too.
+        """
         return self._device_split("train")
 
     def eval_set(self, split: str) -> tuple[Tensor, Tensor]:
@@ -223,9 +226,11 @@ class ImageDataModule(ImageSource, DataModel):
         if not self.label_noise or split == "test":
             return self.shared_views(split, x, y)
         # The images once (stride 0 along S), each member's labels its own draw of the noise: (S, n).
-        members = self.ensemble_size
+        members, device = self.ensemble_size, self.device
+        # Moved before the expand: moving a stride-0 view would copy the images once per member.
         return self.shared_views(
-            split, build=lambda: (x.unsqueeze(0).expand(members, *x.shape), self.noisy_labels(split, y, members))
+            split,
+            build=lambda: (x.to(device).unsqueeze(0).expand(members, *x.shape), self.noisy_labels(split, y, members)),
         )
 
     def noisy_labels(self, split: str, labels: Tensor, members: int) -> Tensor:

@@ -301,6 +301,10 @@ class LinearizedTwoLayerNet(TwoLayerNet):
         """None: the features are the fixed tangent features at theta_0, not rows of w."""
         return None
 
+    def hidden_units(self, x: Tensor) -> None:
+        """None: the model's output is linear in the tangent features, not a readout of these units."""
+        return None
+
     def output_weights(self) -> None:
         """None: there are no learned neurons for output weights to sit on."""
         return None

@@ -353,3 +353,13 @@ def test_a_tuning_grid_trains_as_one_ensemble_on_the_gpu(tmp_path):
         alone = parameters(build_cli(["fit", *SMALL, *gpu, *point]).model)
         for name, value in alone.items():
             torch.testing.assert_close(together[name][2 * g : 2 * g + 2].cpu(), value.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_images_with_labels_of_noise_are_stored_once_on_the_gpu():
+    from featlearn.contracts import Placement
+    from featlearn.datamodules import ImageDataModule
+
+    dm = ImageDataModule(source="digits", classes=[3, 8], batch_size=16, label_noise=0.5, ensemble_size=3)
+    dm.place(Placement(device=torch.device("cuda")))
+    x, y = dm.train_set()  # (3, n, 64), (3, n): the images once, each member's labels its own
+    assert x.is_cuda and y.is_cuda and x.stride(0) == 0 and not torch.equal(y[0], y[1])

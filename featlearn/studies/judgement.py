@@ -391,7 +391,7 @@ def judge(
             **cell,
             "verdict": "cannot decide",
             "category": STRADDLES_INTERVALS,
-            "reason": f"featlearn's {mean:.3g} lies on the paper's side of {paper_value:g}, but its 95% interval "
+            "reason": f"featlearn's {mean:.3g} lies on the claimed side of {paper_value:g}, but its 95% interval "
             f"[{interval[0]:.3g}, {interval[1]:.3g}] reaches {shown_interval(other_low, other_high)}: neither the "
             "bound nor its opposite is shown." + (f" {known['reason']}" if known is not None else ""),
         }
@@ -547,9 +547,24 @@ def spread_at_ceiling(values: list[float] | None, bound: float, ceiling: float =
     )
 
 
-def by_construction(rules: dict, setting: str, method: str, column: str) -> str | None:
-    """The judgement file's one-line why for a cell whose value follows from featlearn's own process, or None."""
-    entry = first_match(rules.get("by_construction"), setting, method, column)
+#: The name an item's process goes by, for a ``by_construction`` entry's ``processes``, where the item
+#: runs its configs as shipped (no calibrated constants).
+OWN_PROCESS = "(the experiment's own)"
+
+
+def by_construction(rules: dict, setting: str, method: str, column: str, process: str | None = None) -> str | None:
+    """The judgement file's one-line why for a cell whose value follows from featlearn's own process, or None.
+
+    An entry with ``processes`` (fnmatch patterns) holds only where the item's process matches one:
+    the calibrated candidate it runs at (``process``), or :data:`OWN_PROCESS` for an item that runs
+    its configs as shipped. A cosine that one process fixes by construction is a measurement under another.
+    """
+    applicable = [
+        entry
+        for entry in rules.get("by_construction") or []
+        if "processes" not in entry or any(fnmatchcase(process or OWN_PROCESS, p) for p in entry["processes"])
+    ]
+    entry = first_match(applicable, setting, method, column)
     return None if entry is None else str(entry["why"]).strip()
 
 
@@ -962,6 +977,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
     cells = []
     for item in plan.items:
         outcome = outcomes[item.id]
+        process = (outcome.get("constants") or {}).get("candidate")  # None: the item's configs as shipped
         paper_methods = [m for (setting, m) in numbers if setting == item.setting]
         results = dict(outcome.get("results") or {})
         if item.kind == "compare":
@@ -1010,7 +1026,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                             else undecided_cell(rules, item.setting or "", method, column, values, row.get("train"))
                         ),
                         interval=None if interval is None else tuple(interval),
-                        built_in=by_construction(rules, item.setting or "", method, column),
+                        built_in=by_construction(rules, item.setting or "", method, column, process),
                         measured_rivals=rivals,
                         inconclusive_category=(
                             PROXY

@@ -349,6 +349,15 @@ def check_rule_entries(rules: dict, where: str) -> None:
                     f"{where}: {name}[{index}] names the method {entry['method']!r}: a relation's cells are "
                     f"'relation: <its words>' now; write 'relation: ' for 'claim: '."
                 )
+    for index, entry in enumerate(rules.get("by_construction") or []):
+        processes = (entry or {}).get("processes")
+        if processes is not None and not (
+            isinstance(processes, list) and processes and all(isinstance(p, str) for p in processes)
+        ):
+            raise ValueError(
+                f"{where}: by_construction[{index}] has processes {processes!r}: give a list of candidate-name "
+                "patterns, e.g. [\"erasing*\", \"(the experiment's own)\"], or leave it out (every process)."
+            )
     frozen = rules.get("features_frozen_before_fit")
     if frozen is not None and not (isinstance(frozen, list) and all(isinstance(p, str) for p in frozen)):
         raise ValueError(f"{where}: features_frozen_before_fit must be a list of method patterns, got {frozen!r}.")

@@ -394,8 +394,9 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
         md.append(
             "- a bound holds at the edge of the seeds' spread (std_multiple x std), a fitted rate (its 95% bootstrap "
             "interval in brackets) when the paper's value lies inside the interval or the bound holds at its edge; "
-            "two rates are equal when their intervals overlap; where the judgement file's rival of the cell "
-            "(another functional form) passes the same test, the cell is ○"
+            "two rates are equal when their intervals overlap; a bound whose estimate lies on the claimed side while "
+            "the seeds' spread or the interval crosses it is ○ (neither side shown); where the judgement file's rival "
+            "of the cell (another functional form) passes the same test, the cell is ○"
         )
     if any(c.kind == "relation" for c in cells):
         md.append(

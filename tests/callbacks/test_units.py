@@ -6,7 +6,7 @@ import torch
 from featlearn.callbacks import HiddenUnits
 from featlearn.contracts import HiddenLearner
 from featlearn.datamodules import SparseCoding
-from featlearn.models import ModuleClassifier, QuadraticFC, TwoLayerNet
+from featlearn.models import LinearizedTwoLayerNet, ModuleClassifier, QuadraticFC, TwoLayerNet
 
 from ..conftest import grouped  # noqa: TID252
 
@@ -53,8 +53,25 @@ def test_a_learner_without_a_hidden_layer_is_refused_with_the_fix(fit):
     assert isinstance(TwoLayerNet(dm.input_dim, **grouped(8, lr=0.1, seed=0)), HiddenLearner)
     model = ModuleClassifier(QuadraticFC(dm.input_dim, 4, 1), lr=0.1)
     assert not isinstance(model, HiddenLearner)
-    with pytest.raises(ValueError, match=r"no hidden_units\(\)\): remove HiddenUnits from this run's callbacks"):
+    refused = r"\(no hidden_units\(\), or first_layer_features\(\) is None\): remove HiddenUnits"
+    with pytest.raises(ValueError, match=refused):
         fit(model, dm, 1, callbacks=[HiddenUnits()])
+    ntk = LinearizedTwoLayerNet(dm.input_dim, **grouped(8, lr=0.1, seed=0))  # linear in its tangent features
+    assert ntk.hidden_units(dm.train_set()[0]) is None
+    with pytest.raises(ValueError, match=refused):
+        fit(ntk, dm, 1, callbacks=[HiddenUnits()])
+
+
+def test_a_diverged_members_units_fire_on_nothing():
+    dm = small_parity()
+    model = TwoLayerNet(dm.input_dim, **grouped(8, lr=0.5, init_scale=0.5, bias=True, seed=0), ensemble_size=2)
+    callback = HiddenUnits()
+    callback.connect_data(dm)
+    with torch.no_grad():
+        model.two_layer.w[0].fill_(float("nan"))
+    callback.compute(None, model, 0)
+    assert callback.member_results()["units_active_share"][0] == 0.0
+    assert callback.member_results()["units_silent_inputs"][0] == 100.0
 
 
 @pytest.mark.parametrize("bad", [dict(split="all"), dict(cadence=0), dict(points_per_decade=0)])

@@ -936,6 +936,21 @@ def test_diagnostic_items_are_judged_but_not_counted_in_the_headline(tmp_path):
     assert row in table
 
 
+def test_a_cell_given_by_construction_under_some_processes_is_a_measurement_under_the_others():
+    erasing = {"setting": "*", "method": "One Step", "metric": "cos", "why": "step 1 erases the initialisation.",
+               "processes": ["erasing*", "(the experiment's own)"]}  # fmt: skip
+    rules = {"by_construction": [erasing]}
+    assert by_construction(rules, "E.1.1", "One Step", "cos") == "step 1 erases the initialisation."  # as shipped
+    assert by_construction(rules, "E.1.1", "One Step", "cos", "erasing (shipped)") is not None
+    assert by_construction(rules, "E.1.1", "One Step", "cos", "kept, eta1 = 15") is None  # judged as measured
+    shi = judgement_rules("shi2022")  # Table 1's candidates: the kept ones keep the initialisation, so it is measured
+    assert by_construction(shi, "E.1.1 parity (T1)", "One Step", "cos", "kept, eta1 = 15") is None
+    for erasing_process in ("erasing (shipped)", "erasing, tuned pair", "eq. (278) one eta", None):
+        assert "erases" in by_construction(shi, "E.1.1 parity (T1)", "One Step", "cos", erasing_process)
+    with pytest.raises(ValueError, match=r"by_construction\[0\] has processes 'erasing': give a list"):
+        check_rule_entries({"by_construction": [{**erasing, "processes": "erasing"}]}, "x.yaml")
+
+
 def test_a_cell_given_by_construction_has_its_own_verdict_and_a_cosine_of_an_unfitted_network_is_inconclusive():
     made = {"setting": "*", "method": "One Step", "metric": "cos", "why": "step 1 erases the initialisation."}
     rules = {"tolerances": {"train": {"absolute": 3.0}, "cos": {"absolute": 0.05}}, "by_construction": [made]}
