@@ -397,11 +397,14 @@ class CalibrationItem:
             build=build,
             launcher=replace(args.launcher, folder=folder / "submitit"),
         )
+        record = folder / "calibration.json"
+        objectives = json.loads(record.read_text())["objectives"] if record.is_file() else {}
         return {
             "status": "run",
             "results": {},
             "chosen": dict(calibration.chosen),
             "met": dict(calibration.met),
+            "tied": {name: list(objective.get("tied") or []) for name, objective in objectives.items()},
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }

@@ -475,6 +475,29 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
+def calibration_conclusion(outcome: dict) -> str:
+    """A calibration item's line of the summary: each objective's choice, how much of its table it meets, its ties.
+
+    A choice that misses part of the table, or that J does not tell from other candidates (within
+    two standard errors), is said as such: the constants held fixed elsewhere carry both.
+    """
+    met, tied = outcome.get("met") or {}, outcome.get("tied") or {}
+    sentences = []
+    for objective, name in (outcome.get("chosen") or {}).items():
+        sentence = f"*{objective}* chose *{name}*"
+        if objective in met:
+            within, total = met[objective]
+            sentence += f", which meets {within} of its {total} numbers within the floors"
+            if within < total:
+                sentence += ": the table is not reproduced at the constants held fixed elsewhere"
+        if tied.get(objective):
+            names = [f"*{other}*" for other in tied[objective]]
+            others = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+            sentence += f"; J does not tell it from {others} (within two standard errors)"
+        sentences.append(sentence + ".")
+    return "the constants chosen here, held fixed elsewhere. " + " ".join(sentences)
+
+
 def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
     """The report's opening: what reproduces, what differs (each with its category), what was not run, and contents.
 
@@ -490,17 +513,7 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
             lines.append(f"- **{label}: not run: {outcome['why'].split('. ')[0].rstrip('.')}.")
             continue
         if item.kind == "calibration":
-            met = outcome.get("met") or {}
-            chosen = "; ".join(
-                f"{objective}: *{name}*"
-                + (
-                    f", which meets {met[objective][0]} of its {met[objective][1]} numbers within the floors"
-                    if objective in met
-                    else ""
-                )
-                for objective, name in (outcome.get("chosen") or {}).items()
-            )
-            lines.append(f"- **{label}: the constants chosen here, held fixed elsewhere ({chosen}).")
+            lines.append(f"- **{label}: {calibration_conclusion(outcome)}")
             continue
         if not judged:
             lines.append(f"- **{label}: no number in the paper to judge against (its figures are below).")

@@ -53,7 +53,13 @@ from featlearn.studies.plan import (
     paper_numbers,
 )
 from featlearn.studies.report_items import ITEM_KINDS
-from featlearn.studies.report_page import item_table, markdown_to_html, relations_table, summary_table
+from featlearn.studies.report_page import (
+    calibration_conclusion,
+    item_table,
+    markdown_to_html,
+    relations_table,
+    summary_table,
+)
 from featlearn.studies.reproduce import check_plan_record, reproduce, reproduce_command, run_item
 
 
@@ -1072,3 +1078,15 @@ def test_a_partial_report_counts_the_claims_its_items_test_and_says_how_to_regen
         regenerate_command("shi2022", "cpu", ["E.1.1 calibration", "E.1.1"])
         == 'featlearn reproduce --paper shi2022 --scale cpu --only "E.1.1 calibration" "E.1.1" --out DIR'
     )
+
+
+def test_a_calibrations_summary_says_when_its_choice_misses_the_table_or_ties_with_other_candidates():
+    outcome = {"chosen": {"Table 1": "kept", "cosine": "kept"}, "met": {"Table 1": (6, 12), "cosine": (1, 1)},
+               "tied": {"Table 1": ["erasing", "kept 12"], "cosine": ["a", "b", "c"]}}  # fmt: skip
+    line = calibration_conclusion(outcome)
+    assert "*Table 1* chose *kept*, which meets 6 of its 12 numbers within the floors: the table is not" in line
+    assert "J does not tell it from *erasing* and *kept 12* (within two standard errors)." in line
+    assert "*cosine* chose *kept*, which meets 1 of its 1 numbers within the floors; J does not tell it" in line
+    assert "from *a*, *b* and *c*" in line
+    clear = calibration_conclusion({"chosen": {"T": "x"}, "met": {"T": (3, 3)}})
+    assert clear.endswith("*T* chose *x*, which meets 3 of its 3 numbers within the floors.")
