@@ -575,18 +575,21 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
     paper's did are not those of the paper's fitted network, so a match says nothing of it.
     A method in ``frozen_before_fit`` (fnmatch patterns: the judgement file's list, e.g. One Step,
     whose neurons are fixed after step 1, before its classifier is fit) keeps its cosine's verdict:
-    its classifier's fit cannot make its neurons another network's.
+    its classifier's fit cannot make its neurons another network's. A relation's cell is its
+    measured (left) method's: "the Network tests above the NTK" holds of the paper's fitted
+    Network only where featlearn's fits its training set as the paper's does.
     """
     failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
     for cell in cells:
-        frozen = cell.metric == "cos" and any(fnmatchcase(cell.method, p) for p in frozen_before_fit or [])
+        method = cell.left if cell.kind == "relation" else cell.method
+        frozen = cell.metric == "cos" and any(fnmatchcase(method, p) for p in frozen_before_fit or [])
         if frozen:
             continue
-        if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, cell.method) in failed:
+        if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, method) in failed:
             cell.update(
                 verdict="cannot decide",
                 category="its own fit differs",
-                reason=f"featlearn's {cell.method} differs from the paper's on its training set (the train cell), "
+                reason=f"featlearn's {method} differs from the paper's on its training set (the train cell), "
                 f"so a match of its {cell.metric} is not the paper's fitted network's.",
                 rules_out=None,
             )
