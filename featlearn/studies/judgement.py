@@ -595,6 +595,28 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
             )
 
 
+def mark_calibrated_fits(cells: list[Cell], outcomes: dict[str, dict]) -> None:
+    """A ✓ of a cell the constants were chosen to fit holds by construction (in place).
+
+    On the table a calibration chose the paper's open constants on (the item's ``constants``
+    say ``calibrated``), the objective's cells (``targets``: method and column) were fitted: a
+    match there is the fit, not a prediction, and could not have failed the way a predicted
+    table's can. A ✗ there stays ✗ (even the best candidate misses the paper's number).
+    """
+    for cell in cells:
+        constants = (outcomes.get(cell.item) or {}).get("constants") or {}
+        fitted = {tuple(target) for target in constants.get("targets") or []}
+        if constants.get("calibrated") and cell.verdict == "reproduced" and (cell.method, cell.metric) in fitted:
+            cell.update(
+                verdict="by construction",
+                category=BUILT_IN,
+                reason=f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
+                f"open constants ({constants.get('candidate')}) to fit this table's numbers, this one among them, "
+                "so a match here is the fit, not a prediction.",
+                rules_out=None,
+            )
+
+
 def verdict_key(cell: Cell) -> tuple:
     """What makes two cells one measurement: (method, metric, featlearn's values, paper value, trivial rate)."""
     values = tuple(round(v, 9) for v in cell.values or [])
@@ -1169,6 +1191,7 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
 
     The table cells and the relations, each judged alone; then a ✓ cosine or test accuracy of
     a method whose own training fit differs is set to ○ (:func:`~featlearn.studies.judgement.guard_failed_fits`),
+    a ✓ of a cell the calibration fitted to ≡ (:func:`~featlearn.studies.judgement.mark_calibrated_fits`),
     and each judged cell is assigned to the claim it tests
     (:func:`~featlearn.studies.judgement.assign_claims`).
     """
@@ -1177,5 +1200,6 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
     for cell in cells:
         cell.diagnostic = cell.item in diagnostics
     guard_failed_fits(cells, rules.get("features_frozen_before_fit"))
+    mark_calibrated_fits(cells, outcomes)
     claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})
     return cells, claims

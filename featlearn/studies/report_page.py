@@ -388,7 +388,8 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
     md.append(
         "- ≡ holds by construction: a value that follows from featlearn's own process or code (a spread at the "
         "ceiling, featlearn against itself under a symmetry its algorithm has, a value the paper does not state), "
-        "listed with its why in the judgement file's `by_construction`; never counted as reproduced"
+        "listed with its why in the judgement file's `by_construction`, or a match on the table a calibration "
+        "fitted the paper's open constants to (the objective's own cells); never counted as reproduced"
     )
     if any(c.relation in ("<", ">") or c.interval for c in cells):
         md.append(

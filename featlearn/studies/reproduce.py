@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from featlearn.studies.calibration import load_candidates
+from featlearn.studies.calibration import PAPER_COLUMN, load_candidates
 from featlearn.studies.judgement import Cell, Claim, claim_counts, judge_report, verdict_counts
 from featlearn.studies.methods import StepValues
 from featlearn.studies.plan import (
@@ -115,9 +115,10 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     """The constants ``item.constants`` (an objective) chose in the plan's calibration item, read from its output.
 
     Returns:
-        ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated"}`` (``calibrated``: the item's
-        setting is the one the constants were chosen on), or ``{"why": ...}`` where the calibration has not
-        run or chose nothing.
+        ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated", "targets"}``
+        (``calibrated``: the item's setting is the one the constants were chosen on; ``targets``: there,
+        the objective's ``[method, column]`` cells, which the constants were chosen to fit), or
+        ``{"why": ...}`` where the calibration has not run or chose nothing.
     """
     calibration = calibration_item(plan.items) or next(
         (i for i in load_plan(plan.paper).items if i.kind == "calibration"), None
@@ -133,7 +134,8 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
         return {"why": f"the calibration's objective {item.constants!r} chose no candidate (every one unmeasured)."}
     # The chosen candidate's constants as its file states them now; a record whose constants differ (a
     # folder filled before the file changed) is refused, not silently applied.
-    candidate = next((c for c in load_candidates(calibration.study).candidates if c.name == chosen), None)
+    spec = load_candidates(calibration.study)
+    candidate = next((c for c in spec.candidates if c.name == chosen), None)
     recorded = summary["candidates"].get(chosen) or {}
     at_steps = {int(s): v for s, v in (recorded.get("at_steps") or {}).items()}  # JSON's keys are strings
     if candidate is None or recorded.get("overlay") != candidate.overlay or at_steps != candidate.at_steps:
@@ -142,13 +144,19 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
             f"file ({calibration.study}) no longer states: rerun the calibration item first (--only "
             f"{calibration.id!r} --overwrite)."
         }
+    calibrated = item.setting == summary["setting"]
+    objective = next((o for o in spec.objectives if o.name == item.constants), None)
+    # On the table the constants were chosen on, the objective's cells were fitted (featlearn's validation
+    # accuracy stood for the paper's test accuracy): the judgement marks a match of theirs as the fit it is.
+    targets = sorted({(t.method, PAPER_COLUMN.get(t.metric, t.metric)) for t in objective.targets}) if objective else []
     return {
         "objective": item.constants,
         "candidate": chosen,
         "overlay": candidate.overlay,
         "at_steps": candidate.at_steps,
         "calibration": calibration.id,
-        "calibrated": item.setting == summary["setting"],
+        "calibrated": calibrated,
+        "targets": [list(t) for t in targets] if calibrated else [],
     }
 
 

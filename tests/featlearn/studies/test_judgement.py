@@ -15,6 +15,7 @@ from featlearn.studies.judgement import (
     claim_verdict,
     column_relation,
     guard_failed_fits,
+    mark_calibrated_fits,
     judge,
     paper_below_trivial,
     rival_passes,
@@ -397,3 +398,16 @@ def test_a_cell_the_judgement_file_lists_as_undecidable_says_its_measurement_is_
     rules = {**RULES, "undecidable": [listed]}
     assert undecided_cell(rules, "Phases", "Iterations to learn", "exp_log", {}, None) == "an earlier event"
     assert undecided_cell(rules, "Phases", "Signal finding", "exp_log", {}, None) is None
+
+
+def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction():
+    constants = {"calibrated": True, "objective": "Table 1", "candidate": "kept", "targets": [["One Step", "cos"]]}
+    fitted = Cell("E.1.1", "T1", "One Step", "cos", verdict="reproduced", rules_out="an unmoved layer")
+    missed = Cell("E.1.1", "T1", "One Step", "cos", verdict="differs")  # even the fit misses: a finding
+    other = Cell("E.1.1", "T1", "NTK", "test", verdict="reproduced")  # not a target: the fit did not aim at it
+    predicted = Cell("E.2.1", "T3", "One Step", "cos", verdict="reproduced")  # held fixed there: a prediction
+    outcomes = {"E.1.1": {"constants": constants}, "E.2.1": {"constants": {**constants, "calibrated": False}}}
+    mark_calibrated_fits([fitted, missed, other, predicted], outcomes)
+    assert (fitted.verdict, fitted.rules_out) == ("by construction", None)
+    assert "calibrated on this cell: the objective 'Table 1' chose" in fitted.reason
+    assert [c.verdict for c in (missed, other, predicted)] == ["differs", "reproduced", "reproduced"]

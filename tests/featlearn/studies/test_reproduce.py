@@ -576,7 +576,11 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     record.write_text(json.dumps(summary))
     constants = module.calibrated_constants(item, plan, tmp_path)
     assert constants["candidate"] == kept.name and constants["at_steps"] == kept.at_steps
-    assert constants["calibrated"] is False  # E.1.2 is predicted at Table 1's constants
+    assert constants["calibrated"] is False and constants["targets"] == []  # E.1.2 is predicted at Table 1's
+    (table_1,) = [i for i in plan.items if i.id == "E.1.1"]
+    fitted = module.calibrated_constants(table_1, plan, tmp_path)  # the table they were chosen on: its cells fitted
+    assert fitted["calibrated"] is True and ["One Step", "cos"] in fitted["targets"]
+    assert ["Network", "test"] in fitted["targets"] and len(fitted["targets"]) == 12  # val_acc stood for test
     # A folder filled before the file changed (the candidate a whole-schedule overlay then) is not applied silently.
     stale = {"model": {"init_args": {"training": {"lr_w": [{"start": 1, "end": 1, "value": 15.0}]}}}}
     summary["candidates"][kept.name] = {"overlay": stale}
