@@ -601,12 +601,17 @@ def mark_calibrated_fits(cells: list[Cell], outcomes: dict[str, dict]) -> None:
     On the table a calibration chose the paper's open constants on (the item's ``constants``
     say ``calibrated``), the objective's cells (``targets``: method and column) were fitted: a
     match there is the fit, not a prediction, and could not have failed the way a predicted
-    table's can. A ✗ there stays ✗ (even the best candidate misses the paper's number).
+    table's can. A ✗ there stays ✗ (even the best candidate misses the paper's number). A
+    relation between fitted cells (or of one against the paper's bound) follows from the fit too.
     """
     for cell in cells:
         constants = (outcomes.get(cell.item) or {}).get("constants") or {}
         fitted = {tuple(target) for target in constants.get("targets") or []}
-        if constants.get("calibrated") and cell.verdict == "reproduced" and (cell.method, cell.metric) in fitted:
+        if cell.kind == "relation":
+            sides = [(cell.left, cell.metric)] + ([(cell.reference, cell.metric)] if cell.reference else [])
+        else:
+            sides = [(cell.method, cell.metric)]
+        if constants.get("calibrated") and cell.verdict == "reproduced" and all(side in fitted for side in sides):
             cell.update(
                 verdict="by construction",
                 category=BUILT_IN,

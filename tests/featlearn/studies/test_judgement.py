@@ -15,8 +15,8 @@ from featlearn.studies.judgement import (
     claim_verdict,
     column_relation,
     guard_failed_fits,
-    mark_calibrated_fits,
     judge,
+    mark_calibrated_fits,
     paper_below_trivial,
     rival_passes,
     short_reason,
@@ -407,7 +407,12 @@ def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction
     other = Cell("E.1.1", "T1", "NTK", "test", verdict="reproduced")  # not a target: the fit did not aim at it
     predicted = Cell("E.2.1", "T3", "One Step", "cos", verdict="reproduced")  # held fixed there: a prediction
     outcomes = {"E.1.1": {"constants": constants}, "E.2.1": {"constants": {**constants, "calibrated": False}}}
-    mark_calibrated_fits([fitted, missed, other, predicted], outcomes)
+    both = Cell("E.1.1", "T1", "relation: a", "cos", verdict="reproduced", kind="relation", left="One Step")
+    bound = Cell("E.1.1", "T1", "relation: b", "cos", verdict="reproduced", kind="relation", left="NTK")
+    constants["targets"].append(["Two Step", "cos"])
+    both.reference = "Two Step"  # Two Step's cosine above One Step's: both fitted
+    mark_calibrated_fits([fitted, missed, other, predicted, both, bound], outcomes)
+    assert (both.verdict, bound.verdict) == ("by construction", "reproduced")
     assert (fitted.verdict, fitted.rules_out) == ("by construction", None)
     assert "calibrated on this cell: the objective 'Table 1' chose" in fitted.reason
     assert [c.verdict for c in (missed, other, predicted)] == ["differs", "reproduced", "reproduced"]
