@@ -197,6 +197,7 @@ UNDECIDABLE = "a claim its measurements cannot decide"
 PROXY = "not the paper's quantity"
 #: The category of a bound whose mean holds it while the seeds' spread crosses it.
 STRADDLES = "the seeds straddle the bound"
+#: The same for a fitted rate: its estimate on the claimed side, its 95% interval reaching the other side.
 STRADDLES_INTERVALS = "the intervals overlap"
 #: The category of a relation against featlearn's run of a method that falls short of the paper's run of it.
 WEAKER_RIVAL = "a weaker rival than the paper's"
