@@ -629,6 +629,14 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "chosen": calibration.chosen[o.name],
                 "tied": calibration.tied(o.name, o.among),
                 "within_floors": list(calibration.met[o.name]) if o.name in calibration.met else None,
+                # What the choice owes to the degenerate-run rule: the choice with such seeds at face value.
+                "chosen_at_face_value": choose(
+                    {
+                        c.name: objective_value(at_face_value(calibration.results[c.name]), o.targets, paper)
+                        for c in spec.candidates
+                    },
+                    o.among,
+                ),
             }
             for o in spec.objectives
         },

@@ -405,6 +405,7 @@ class CalibrationItem:
             "chosen": dict(calibration.chosen),
             "met": dict(calibration.met),
             "tied": {name: list(objective.get("tied") or []) for name, objective in objectives.items()},
+            "at_face_value": {name: objective.get("chosen_at_face_value") for name, objective in objectives.items()},
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }

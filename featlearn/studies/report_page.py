@@ -104,7 +104,8 @@ def relations_table(rows: list[Cell], notes: Notes | None = None) -> list[str]:
         other = row.reference or "the paper's bound"
         theirs = "" if row.paper is None else f"{row.paper:.{decimals}f}"
         theirs += interval_text(row.paper_interval, decimals)
-        side = "" if row.paper is None else f" {row.relation} {theirs} ({other})"
+        # What was tested, apart from the value: "0.71 < 0.20" would read as a fact where the test failed.
+        side = "" if row.paper is None else f"; tested: {row.relation} {theirs} ({other})"
         if ours:
             ours += interval_text(row.interval, decimals)
         metric = row.metric + (f" ({row.metric_statistic})" if row.metric_statistic else "")
@@ -482,7 +483,7 @@ def calibration_conclusion(outcome: dict) -> str:
     A choice that misses part of the table, or that J does not tell from other candidates (within
     two standard errors), is said as such: the constants held fixed elsewhere carry both.
     """
-    met, tied = outcome.get("met") or {}, outcome.get("tied") or {}
+    met, tied, face = outcome.get("met") or {}, outcome.get("tied") or {}, outcome.get("at_face_value") or {}
     sentences = []
     for objective, name in (outcome.get("chosen") or {}).items():
         sentence = f"*{objective}* chose *{name}*"
@@ -495,6 +496,11 @@ def calibration_conclusion(outcome: dict) -> str:
             names = [f"*{other}*" for other in tied[objective]]
             others = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
             sentence += f"; J does not tell it from {others} (within two standard errors)"
+        if face.get(objective) and face[objective] != name:
+            sentence += (
+                f"; with degenerate seeds taken at face value (the rule counts each as a miss) J would choose "
+                f"*{face[objective]}*"
+            )
         sentences.append(sentence + ".")
     return "the constants chosen here, held fixed elsewhere. " + " ".join(sentences)
 

@@ -374,10 +374,11 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert cells["steady"].mean == pytest.approx(0.7071, abs=1e-4) and cells["steady"].std is None
     table = "\n".join(relations_table(list(cells.values())))
     assert (
-        "| steady | s | Network test (std over 2 seeds): 0.71 < 0.20 (the paper's bound); the seeds' test values: "
-        "99.00, 100.00 | ✗" in table
+        "| steady | s | Network test (std over 2 seeds): 0.71; tested: < 0.20 (the paper's bound); the seeds' test "
+        "values: 99.00, 100.00 | ✗" in table
     )
-    assert "| beats | s | Network test: 99.50 ± 0.71 > 84.50 (NTK) | ✓ (rules out a value at or below 84.5) |" in table
+    beats = "| beats | s | Network test: 99.50 ± 0.71; tested: > 84.50 (NTK) | ✓ (rules out a value at or below 84.5) |"
+    assert beats in table
     assert "| clusters | s |  | ○ not measured: no statistic yet |" in table
     # Chance on the test set of a method that does not fit its training set either decides nothing,
     # nor do accuracies on sets whose trivial rates differ (a task with and without its structure).
@@ -850,7 +851,8 @@ def test_fitted_rates_are_judged_by_their_intervals_and_two_rates_edge_against_e
     assert "| NTK | 2.42 [2.34, 2.51] (paper 2.00) ✗ |" in table
     claim = collect_relations(plan, outcomes, rules)[0]
     assert claim.verdict == "reproduced" and claim.paper == 2.42  # 1.71 < 2.34: edge against edge
-    assert "Network alpha: 1.52 [1.32, 1.71] < 2.42 [2.34, 2.51] (NTK) | ✓" in "\n".join(relations_table([claim]))
+    relations = "\n".join(relations_table([claim]))
+    assert "Network alpha: 1.52 [1.32, 1.71]; tested: < 2.42 [2.34, 2.51] (NTK) | ✓" in relations
     results["Network"]["alpha_interval"] = [1.32, 2.4]  # the intervals overlap: not strictly below, nor above
     assert collect_relations(plan, outcomes, rules)[0].verdict == "cannot decide"
     results["Network"]["alpha"], results["Network"]["alpha_interval"] = [2.45], [2.40, 2.50]  # the wrong side
@@ -1092,5 +1094,8 @@ def test_a_calibrations_summary_says_when_its_choice_misses_the_table_or_ties_wi
     assert "J does not tell it from *erasing* and *kept 12* (within two standard errors)." in line
     assert "*cosine* chose *kept*, which meets 1 of its 1 numbers within the floors; J does not tell it" in line
     assert "from *a*, *b* and *c*" in line
+    face = calibration_conclusion({**outcome, "at_face_value": {"Table 1": "erasing", "cosine": "kept"}})
+    assert "(within two standard errors); with degenerate seeds taken at face value (the rule counts each as a " in face
+    assert "miss) J would choose *erasing*." in face and face.count("face value") == 1  # the cosine's choice stands
     clear = calibration_conclusion({"chosen": {"T": "x"}, "met": {"T": (3, 3)}})
     assert clear.endswith("*T* chose *x*, which meets 3 of its 3 numbers within the floors.")
