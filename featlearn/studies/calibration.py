@@ -370,6 +370,9 @@ class Calibration:
     results: dict[str, dict] = field(default_factory=dict)  # candidate -> method -> metric -> values
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J
     errors: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J's standard error
+    #: objective -> candidate -> J with degenerate seeds at face value: what a choice owes to the degenerate-run rule.
+    face_values: dict[str, dict[str, float]] = field(default_factory=dict)
+    face_chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> the choice at face value
     chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> candidate
     met: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (targets within the floors, all)
     floors: dict[str, float] = field(default_factory=dict)  # column -> the paper's floor (empty: not given)
@@ -467,6 +470,12 @@ def calibrate(
             name: objective_error(res, objective.targets, paper) for name, res in calibration.results.items()
         }
         calibration.chosen[objective.name] = choose(values, objective.among)
+        face = {
+            name: objective_value(at_face_value(res), objective.targets, paper)
+            for name, res in calibration.results.items()
+        }
+        calibration.face_values[objective.name] = face
+        calibration.face_chosen[objective.name] = choose(face, objective.among)
         chosen = calibration.chosen[objective.name]
         if floors and chosen is not None:
             met = within_floors(calibration.results[chosen], objective.targets, paper, floors)
@@ -566,10 +575,7 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
                 + " |"
             )
         # What the choice owes to the degenerate-run rule: J with those seeds taken at face value.
-        face = [
-            objective_value(at_face_value(calibration.results[c.name]), objective.targets, paper)
-            for c in spec.candidates
-        ]
+        face = [calibration.face_values[objective.name][c.name] for c in spec.candidates]
         lines.append(
             f"| J: {objective.name}, degenerate seeds at face value | | "
             + " | ".join(f"{v:.3f}" if math.isfinite(v) else "inf" for v in face)
@@ -629,14 +635,7 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "chosen": calibration.chosen[o.name],
                 "tied": calibration.tied(o.name, o.among),
                 "within_floors": list(calibration.met[o.name]) if o.name in calibration.met else None,
-                # What the choice owes to the degenerate-run rule: the choice with such seeds at face value.
-                "chosen_at_face_value": choose(
-                    {
-                        c.name: objective_value(at_face_value(calibration.results[c.name]), o.targets, paper)
-                        for c in spec.candidates
-                    },
-                    o.among,
-                ),
+                "chosen_at_face_value": calibration.face_chosen[o.name],
             }
             for o in spec.objectives
         },

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from featlearn.config_files import resolve_config
-from featlearn.studies.calibration import calibrate, calibration_methods
+from featlearn.studies.calibration import calibrate, calibration_methods, load_candidates
 from featlearn.studies.compare import Comparison, compare
 from featlearn.studies.exponents import (
     SAMPLE_FORMS,
@@ -397,15 +397,14 @@ class CalibrationItem:
             build=build,
             launcher=replace(args.launcher, folder=folder / "submitit"),
         )
-        record = folder / "calibration.json"
-        objectives = json.loads(record.read_text())["objectives"] if record.is_file() else {}
+        objectives = load_candidates(item.study).objectives
         return {
             "status": "run",
             "results": {},
             "chosen": dict(calibration.chosen),
             "met": dict(calibration.met),
-            "tied": {name: list(objective.get("tied") or []) for name, objective in objectives.items()},
-            "at_face_value": {name: objective.get("chosen_at_face_value") for name, objective in objectives.items()},
+            "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
+            "at_face_value": dict(calibration.face_chosen),
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }
