@@ -248,15 +248,17 @@ def test_gpu_ensemble_member_equals_single_run(fit_on):
         torch.testing.assert_close(ensemble.net.w[s], single.net.w[0], rtol=1e-5, atol=1e-6)
 
 
-# Each experiment by its path, and each overlay of configs/experiments/shi/ by shipped name on
+# Each experiment by its path, and each overlay (configs/experiments/shi/, barak/) by shipped name on
 # the experiment it is written for.
 RUNS = {path.stem: [str(path)] for path in EXPERIMENTS} | {
-    f"shi/{path.stem}": [overlay_base(path), f"shi/{path.stem}"] for path in OVERLAYS
+    f"{path.parent.name}/{path.stem}": [overlay_base(path), f"{path.parent.name}/{path.stem}"] for path in OVERLAYS
 }
 
 
 @pytest.mark.parametrize("configs", RUNS.values(), ids=RUNS.keys())
 def test_every_experiment_config_runs_on_the_gpu(tmp_path, configs, drawn_batches, trained_batches, evaluations):
+    for config in configs:  # a shipped name that does not resolve is a failure, not a machine without data
+        resolve_config(config)
     try:
         cli = build_cli(
             [
