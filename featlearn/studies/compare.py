@@ -131,8 +131,9 @@ def write_tables(
     """Write ``table.md`` and ``table.csv`` for the methods in ``results`` (in order).
 
     ``skipped`` (method -> why) is listed under the Markdown table; ``tuned`` (method ->
-    ``{"values", "val_acc"}``) gives the constants chosen on the validation set, as
-    ``tuned:<key>`` rows of the CSV and a line under the table.
+    ``{"values", "val_acc", "edge"}``) gives the constants chosen on the validation set, as
+    ``tuned:<key>`` rows of the CSV and a line under the table; those chosen at an end of their
+    grid (``edge``) also as ``grid end:<key>`` rows, which the reproduction report reads.
     """
     tuned = tuned or {}
     names = list(results)
@@ -153,6 +154,8 @@ def write_tables(
                 writer.writerow([name, "degenerate", repr(float(sum(flags))), "", len(flags)])
             for key, value in tuned.get(name, {}).get("values", {}).items():  # chosen on the validation set
                 writer.writerow([name, f"tuned:{key}", repr(value), "", seeds])
+            for key in tuned.get(name, {}).get("edge") or []:  # chosen at an end of its grid
+                writer.writerow([name, f"grid end:{key}", repr(tuned[name]["values"][key]), "", seeds])
     lines = [
         f"Comparison on `{experiment}`: mean ± std over {seeds} seed(s) (std with ddof 1).",
         "",

@@ -147,6 +147,7 @@ class ComparisonTable:
             "status": "run",
             "results": results,
             "tuned": _tuned_values(folder),
+            "tuned_edges": _tuned_values(folder, "grid end:"),
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }
@@ -557,15 +558,18 @@ def batch_share_lines(rows: list[dict]) -> list[str]:
     ]
 
 
-def _tuned_values(folder: Path) -> dict[str, dict]:
-    """The tuned constants, method -> {tuned key: chosen value}, from a compare folder's ``table.csv``."""
+def _tuned_values(folder: Path, prefix: str = "tuned:") -> dict[str, dict]:
+    """The tuned constants, method -> {tuned key: chosen value}, from a compare folder's ``table.csv``.
+
+    ``prefix="grid end:"`` gives those of them chosen at an end of their grid (the optimum may lie beyond).
+    """
     tuned: dict[str, dict] = {}
     table = folder / "table.csv"
     if not table.is_file():
         return tuned
     for row in csv.DictReader(table.open()):
-        if row["metric"].startswith("tuned:"):
-            tuned.setdefault(row["method"], {})[row["metric"][len("tuned:") :]] = row["mean"]
+        if row["metric"].startswith(prefix):
+            tuned.setdefault(row["method"], {})[row["metric"][len(prefix) :]] = row["mean"]
     return tuned
 
 

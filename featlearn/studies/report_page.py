@@ -242,8 +242,12 @@ def write_report(
         tune_seeds = plan.scales[args.scale].get("tune_seeds")
         on = f" of the first {tune_seeds} seeds" if tune_seeds and tune_seeds < plan.scales[args.scale]["seeds"] else ""
         scale = plan.scales[args.scale]
+        edges = outcome.get("tuned_edges") or {}
+        beyond = " (the end of its grid: the optimum may lie beyond)"
         for method, values in tuned.items():
-            chosen = ", ".join(f"{key} = {value}" for key, value in values.items())
+            chosen = ", ".join(
+                f"{key} = {value}" + (beyond if key in edges.get(method, {}) else "") for key, value in values.items()
+            )
             halved = scale.get("halving") and method in (scale.get("halving_only") or [method])
             by = f" by successive halving (eta = {scale['halving']})" if halved else ""
             md += ["", f"{method} tuned on the validation set{on}{by}: {chosen}."]

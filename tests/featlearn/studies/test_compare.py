@@ -683,3 +683,18 @@ def test_halving_only_refuses_a_name_the_methods_file_lacks(tmp_path):
     options = tuning_module.CompareOptions(seeds=2, halving=3, halving_only=("NTK w/o structur",))
     with pytest.raises(ValueError, match=r"halving_only names \['NTK w/o structur'\], which are not methods of"):
         compare([TINY], tmp_path / "o", options=options, build=build_cli)
+
+
+def test_a_rate_chosen_at_its_grids_end_is_recorded_for_the_report(tmp_path):
+    from featlearn.studies.compare import write_tables
+    from featlearn.studies.report_items import _tuned_values
+
+    results = {"Network": {"test_acc": [90.0, 91.0]}, "RF": {"test_acc": [70.0, 71.0]}}
+    tuned = {
+        "Network": {"values": {"lr_w@3": 1e-4}, "val_acc": 90.5, "edge": ["lr_w@3"]},
+        "RF": {"values": {"lr_a": 1.0}, "val_acc": 70.5, "edge": []},
+    }
+    write_tables(tmp_path, results, "tiny", 2, tuned=tuned)
+    assert _tuned_values(tmp_path) == {"Network": {"lr_w@3": "0.0001"}, "RF": {"lr_a": "1.0"}}
+    assert _tuned_values(tmp_path, "grid end:") == {"Network": {"lr_w@3": "0.0001"}}  # RF's is inside its grid
+    assert "(lr_w@3: the end of its grid; the optimum may lie beyond.)" in (tmp_path / "table.md").read_text()
