@@ -705,10 +705,14 @@ def assign_claims(entries: list[dict] | None, cells: list[Cell], settings: dict[
 
     Returns:
         The claims in the file's order, then one per table row (item and method) that no entry
-        names: "the paper's numbers for <method>", placed at the row's setting.
+        names: "the paper's numbers for <method>", placed at the row's setting. A claim's cells
+        are in the order of its patterns (the report's order within one pattern), so the file
+        says which cell speaks first for it: the claims matrix shows the first whose verdict is
+        the claim's.
     """
     claims = {e["id"]: Claim(e["id"], e["place"], " ".join(str(e["words"]).split()), [], e.get("not_measured"))
               for e in entries or []}  # fmt: skip
+    rank: dict[int, int] = {}  # id(cell) -> the index of the first of its claim's patterns that names it
     for cell in cells:
         if not cell.verdict:
             continue
@@ -719,9 +723,11 @@ def assign_claims(entries: list[dict] | None, cells: list[Cell], settings: dict[
             claims.setdefault(key, Claim(key, settings.get(cell.item) or cell.item, words))
         else:
             key = entry["id"]
+            rank[id(cell)] = next(i for i, p in enumerate(entry["cells"]) if cell_matches(cell, p))
         cell.claim = key
         claims[key].cells.append(cell)
     for claim in claims.values():
+        claim.cells.sort(key=lambda c: rank.get(id(c), 0))  # stable: the report's order within a pattern
         claim.diagnostic = bool(claim.cells) and all(c.diagnostic for c in claim.cells)
     return list(claims.values())
 

@@ -24,6 +24,7 @@ from featlearn.studies.judgement import (
     undecided_cell,
     weaker_rival,
 )
+from featlearn.studies.report_page import claims_matrix
 
 RULES = {
     "tolerances": {
@@ -348,6 +349,23 @@ def test_each_judged_cell_belongs_to_one_claim_and_an_unnamed_row_becomes_its_ow
     alone = assign_claims([], cells, {"E.1.1": "E.1.1 parity (T1)"})
     place = "E.1.1 parity (T1)"
     assert [(c.id, c.place) for c in alone] == [("E.1.1: Network", place), ("E.1.1: NTK", place)]
+
+
+def test_a_claims_cells_follow_its_patterns_so_the_file_says_which_speaks_first():
+    cells = [
+        Cell("E.1.1", "T1", "One Step", "cos", verdict="by construction"),
+        Cell("E.1.1", "T1", "Two Step", "cos", verdict="by construction"),
+        Cell("E.1.1", "T1", "Two Step", "test", verdict="by construction"),
+    ]
+    for cell in cells:
+        cell.update(paper=0.9, mean=0.95)
+    subject_first = [{"method": "Two Step", "metric": "cos"}, {"method": "*"}]
+    entries = [{"id": "aligned", "place": "Table 1", "words": "w", "cells": subject_first}]
+    (claim,) = assign_claims(entries, cells, {})
+    order = [(c.method, c.metric) for c in claim.cells]
+    assert order == [("Two Step", "cos"), ("One Step", "cos"), ("Two Step", "test")]
+    matrix = claims_matrix([claim], {}, None)
+    assert "Two Step cos" in matrix[2] and "One Step" not in matrix[2]  # the deciding cell is the subject's
 
 
 def test_a_cell_takes_only_its_own_fields():
