@@ -37,6 +37,7 @@ COLUMNS = (
     ("class-mean cos", "class_mean_cos", "Mean cos of each neuron to its nearest class mean", 3),
     ("class-mean cos at step 0", "class_mean_cos_start", "Mean cos to the nearest class mean at step 0", 3),
     ("affine in s", "count_affine_residual", "Mean output's distance from affine in the count s (0: a line)", 3),
+    ("worst count", "count_acc_min", "Lowest test accuracy over the counts s (%)", 1),
     ("active units", "units_active_share", "Hidden units that fire on some training input (%)", 1),
     ("silent inputs", "units_silent_inputs", "Training inputs on which no unit fires, f = 0 (%)", 1),
     ("mean ||w_j||", "units_w_norm", "Mean norm of the first layer's neurons", 3),

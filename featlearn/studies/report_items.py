@@ -135,7 +135,7 @@ class ComparisonTable:
         comparison = run_compare(item, plan, args, configs, folder, build)
         if isinstance(comparison, tuple):
             return {"status": comparison[0], "why": comparison[1]}
-        results = dict(comparison.results)
+        results = {method: with_worst_count(metrics) for method, metrics in comparison.results.items()}
         # The cosine's trivial value: each method's logged max cos at step 0, the random initialisation's.
         for method, (steps, values) in logged_curves(folder, list(results), "align/max_cos").items():
             if steps and steps[0] == 0:
@@ -556,6 +556,22 @@ def batch_share_lines(rows: list[dict]) -> list[str]:
         "|---|---:|---:|---|",
         *lines,
     ]
+
+
+def with_worst_count(metrics: dict) -> dict:
+    """``metrics`` with ``count_acc_min``: each member's lowest accuracy over the counts s (CountAccuracy's).
+
+    A classifier whose output is affine in s misses whole counts (0% at parity's counts 1 and 4);
+    counts a member's test set lacks (NaN) are left out.
+    """
+    counts = [metrics[key] for key in metrics if re.fullmatch(r"count_acc_\d+", key)]  # each: a value per member
+    if not counts:
+        return metrics
+    worst = [
+        min((v for v in member if v is not None and math.isfinite(v)), default=float("nan"))
+        for member in zip(*counts, strict=True)
+    ]
+    return {**metrics, "count_acc_min": worst}
 
 
 def _tuned_values(folder: Path, prefix: str = "tuned:") -> dict[str, dict]:

@@ -3,7 +3,7 @@
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from featlearn.studies.report_items import loss_curves, steps_to_accuracy
+from featlearn.studies.report_items import loss_curves, steps_to_accuracy, with_worst_count
 
 
 def write_curve(folder, method, tag, points):
@@ -52,3 +52,11 @@ def test_the_batch_share_of_alpha_splits_n_star_into_the_batch_and_the_steps():
     alpha = fit_exponent([(r["d"], r["n_pass"], r["n_fail"]) for r in rows])["alpha"]
     assert steps == pytest.approx(1.0, abs=0.02) and batch == pytest.approx(alpha - steps, abs=0.02)
     assert batch_share_lines(rows[:1]) == []  # one d: nothing to split
+
+
+def test_the_worst_count_is_each_members_lowest_accuracy_over_the_counts_it_holds():
+    nan = float("nan")
+    metrics = {"test_acc": [84.4, 99.0], "count_acc_0": [100.0, 100.0], "count_acc_1": [0.0, 97.0]}
+    metrics["count_acc_2"] = [nan, 99.5]
+    assert with_worst_count(metrics)["count_acc_min"] == [0.0, 97.0]  # a count a member's test set lacks is left out
+    assert "count_acc_min" not in with_worst_count({"test_acc": [84.4]})  # no CountAccuracy: no column
