@@ -753,13 +753,17 @@ def undecided_cell(
     quantity, as a proxy event), and a cosine of a method that falls short of the paper's fit
     of its training set (more than the train floor below the paper's training accuracy): the
     neurons of a network that did not fit are not the paper's fitted network's, and their
-    largest cosine with the ground truth is that of directions with no signal. (A value the
-    method gives by construction is :func:`by_construction`'s, a verdict of its own.)
+    largest cosine with the ground truth is that of directions with no signal. A method in the
+    file's ``features_frozen_before_fit`` (One Step, Two Step) is exempt: its classifier is fit
+    on neurons fixed before it, so a fit that falls short does not make them another network's.
+    (A value the method gives by construction is :func:`by_construction`'s, a verdict of its own.)
     """
     listed = first_match(rules.get("undecidable"), setting, method, column)
     if listed is not None:
         return " ".join(str(listed["why"]).split()).rstrip(".")
-    if column in TRIVIAL_AT_START and paper_train is not None:
+    # Features fixed before the classifier is fit (One Step, Two Step): the fit cannot change the neurons.
+    frozen = any(fnmatchcase(method, p) for p in rules.get("features_frozen_before_fit") or [])
+    if column in TRIVIAL_AT_START and paper_train is not None and not frozen:
         train, _, _ = summarize(reached(values.get("train_acc")))
         floor = float(rules["tolerances"]["train"]["absolute"])
         if train is not None and train < paper_train - floor:

@@ -418,6 +418,14 @@ def test_a_cell_the_judgement_file_lists_as_undecidable_says_its_measurement_is_
     assert undecided_cell(rules, "Phases", "Signal finding", "exp_log", {}, None) is None
 
 
+def test_a_cosine_of_features_frozen_before_the_fit_is_judged_whatever_the_fit():
+    short = {"train_acc": [81.7, 81.1]}  # the classifier on Two Step's features falls short of the paper's 100%
+    assert "falls short of the paper's fit" in undecided_cell(RULES, "T5", "Two Step", "cos", short, 100.0)
+    frozen = {**RULES, "features_frozen_before_fit": ["One Step*", "Two Step*"]}
+    assert undecided_cell(frozen, "T5", "Two Step", "cos", short, 100.0) is None  # its neurons were fixed at step 2
+    assert "falls short" in undecided_cell(frozen, "T5", "Network", "cos", short, 100.0)  # a network's own fit
+
+
 def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction():
     constants = {"calibrated": True, "objective": "Table 1", "candidate": "kept", "targets": [["One Step", "cos"]]}
     fitted = Cell("E.1.1", "T1", "One Step", "cos", verdict="reproduced", rules_out="an unmoved layer")
