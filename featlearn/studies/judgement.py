@@ -569,6 +569,11 @@ def by_construction(rules: dict, setting: str, method: str, column: str, process
     return None if entry is None else str(entry["why"]).strip()
 
 
+def features_frozen(method: str, frozen_before_fit: list[str] | None) -> bool:
+    """Whether ``method``'s neurons are fixed before its classifier is fit (the judgement file's patterns)."""
+    return any(fnmatchcase(method, p) for p in frozen_before_fit or [])
+
+
 def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = None) -> None:
     """A ✓ cosine or test accuracy of a method whose own training fit differs becomes ○ (in place).
 
@@ -583,8 +588,7 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
     failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
     for cell in cells:
         method = cell.left if cell.kind == "relation" else cell.method
-        frozen = cell.metric == "cos" and any(fnmatchcase(method, p) for p in frozen_before_fit or [])
-        if frozen:
+        if cell.metric == "cos" and features_frozen(method, frozen_before_fit):
             continue
         if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, method) in failed:
             cell.update(
@@ -761,8 +765,7 @@ def undecided_cell(
     listed = first_match(rules.get("undecidable"), setting, method, column)
     if listed is not None:
         return " ".join(str(listed["why"]).split()).rstrip(".")
-    # Features fixed before the classifier is fit (One Step, Two Step): the fit cannot change the neurons.
-    frozen = any(fnmatchcase(method, p) for p in rules.get("features_frozen_before_fit") or [])
+    frozen = features_frozen(method, rules.get("features_frozen_before_fit"))  # the fit cannot change its neurons
     if column in TRIVIAL_AT_START and paper_train is not None and not frozen:
         train, _, _ = summarize(reached(values.get("train_acc")))
         floor = float(rules["tolerances"]["train"]["absolute"])
