@@ -601,30 +601,37 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
 
 
 def mark_calibrated_fits(cells: list[Cell], outcomes: dict[str, dict]) -> None:
-    """A ✓ of a cell the constants were chosen to fit holds by construction (in place).
+    """A ✓ of a cell the constants or a process choice were chosen to fit holds by construction (in place).
 
     On the table a calibration chose the paper's open constants on (the item's ``constants``
     say ``calibrated``), the objective's cells (``targets``: method and column) were fitted: a
     match there is the fit, not a prediction, and could not have failed the way a predicted
-    table's can. A ✗ there stays ✗ (even the best candidate misses the paper's number). A
-    relation between fitted cells (or of one against the paper's bound) follows from the fit too.
+    table's can. The same holds for the cells an item's ``fitted_here`` names: a choice of
+    featlearn's process made on that table to get them. A ✗ there stays ✗ (even the fit misses
+    the paper's number). A relation between fitted cells (or of one against the paper's bound)
+    follows from the fit too.
     """
     for cell in cells:
-        constants = (outcomes.get(cell.item) or {}).get("constants") or {}
-        fitted = {tuple(target) for target in constants.get("targets") or []}
+        outcome = outcomes.get(cell.item) or {}
+        constants = outcome.get("constants") or {}
+        calibrated = {tuple(t) for t in constants.get("targets") or []} if constants.get("calibrated") else set()
+        here = outcome.get("fitted_here") or {}
+        chosen_here = {tuple(t) for t in here.get("cells") or []}
         if cell.kind == "relation":
             sides = [(cell.left, cell.metric)] + ([(cell.reference, cell.metric)] if cell.reference else [])
         else:
             sides = [(cell.method, cell.metric)]
-        if constants.get("calibrated") and cell.verdict == "reproduced" and all(side in fitted for side in sides):
-            cell.update(
-                verdict="by construction",
-                category=BUILT_IN,
-                reason=f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
+        if cell.verdict != "reproduced" or not all(side in calibrated | chosen_here for side in sides):
+            continue
+        if all(side in calibrated for side in sides):
+            reason = (
+                f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
                 f"open constants ({constants.get('candidate')}) to fit this table's numbers, this one among them, "
-                "so a match here is the fit, not a prediction.",
-                rules_out=None,
+                "so a match here is the fit, not a prediction."
             )
+        else:
+            reason = f"fitted on this table: {here['why'].strip()} A match here is the fit, not a prediction."
+        cell.update(verdict="by construction", category=BUILT_IN, reason=reason, rules_out=None)
 
 
 def verdict_key(cell: Cell) -> tuple:
@@ -1210,7 +1217,8 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
 
     The table cells and the relations, each judged alone; then a ✓ cosine or test accuracy of
     a method whose own training fit differs is set to ○ (:func:`~featlearn.studies.judgement.guard_failed_fits`),
-    a ✓ of a cell the calibration fitted to ≡ (:func:`~featlearn.studies.judgement.mark_calibrated_fits`),
+    a ✓ of a cell the calibration (or the item's ``fitted_here`` choice) fitted to ≡
+    (:func:`~featlearn.studies.judgement.mark_calibrated_fits`),
     and each judged cell is assigned to the claim it tests
     (:func:`~featlearn.studies.judgement.assign_claims`).
     """

@@ -150,6 +150,11 @@ class Item:
     #: for the paper's data) judged against the paper's cells for what it shows: its verdicts stand under
     #: the item but are not among the headline's, which count the paper's protocol only.
     diagnostic: bool = False
+    #: A choice of featlearn's process made on this item's own table, not taken from the calibration:
+    #: ``{"why": the choice and what it was chosen to fit, "cells": [[method, column], ...]}``. A ✓ of
+    #: one of those cells holds by construction (the choice was made to get it), and the report's
+    #: line on the item's constants names the choice.
+    fitted_here: dict = field(default_factory=dict)
     notes: str = ""
 
     @property
@@ -228,6 +233,22 @@ def load_plan(paper: str) -> Plan:
             raise ValueError(
                 f"Plan {path}: item {item.id!r}: 'only' by scale names {sorted(set(item.only) - set(SCALES))}; "
                 f"its keys must be scales, {list(SCALES)}."
+            )
+        fitted = item.fitted_here
+        if fitted and not (
+            isinstance(fitted, dict)
+            and set(fitted) == {"why", "cells"}
+            and isinstance(fitted["why"], str)
+            and fitted["why"].strip()
+            and isinstance(fitted["cells"], list)
+            and fitted["cells"]
+            and all(
+                isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in fitted["cells"]
+            )
+        ):
+            raise ValueError(
+                f"Plan {path}: item {item.id!r}: fitted_here must be {{why: the choice, cells: [[method, column], "
+                f"...]}} with at least one cell; got {fitted!r}."
             )
         paths = item.data_paths
         if paths and (

@@ -184,7 +184,16 @@ def constants_line(constants: dict) -> str:
     where = f"item {constants['calibration']}"
     if constants["calibrated"]:
         return f"**Calibrated**: the paper's open constants were chosen on this table: {chosen} ({where})."
-    return f"**Predicted**: this table runs at {chosen} on another table ({where}); nothing is refitted here."
+    return (
+        f"**Predicted**: this table runs at {chosen} on another table ({where}); the paper's open constants are "
+        "not refitted here."
+    )
+
+
+def fitted_here_line(fitted: dict) -> str:
+    """The process choice an item made on its own table, and the cells it was chosen to get (those are ≡)."""
+    cells = ", ".join(f"{method} {column}" for method, column in fitted["cells"])
+    return f"**Chosen on this table**: {fitted['why'].strip()} Its cells ({cells}) are the fit, not a prediction."
 
 
 def write_report(
@@ -233,6 +242,8 @@ def write_report(
             md.append("")
             if outcome.get("constants"):
                 md += [constants_line(outcome["constants"]), ""]
+            if outcome.get("fitted_here"):
+                md += [fitted_here_line(outcome["fitted_here"]), ""]
         rows = [c for c in cells if c.item == item.id and c.kind != "relation"]
         md += item_table(rows, outcome["status"] == "run", notes)
         md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes)

@@ -442,3 +442,18 @@ def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction
     assert (fitted.verdict, fitted.rules_out) == ("by construction", None)
     assert "calibrated on this cell: the objective 'Table 1' chose" in fitted.reason
     assert [c.verdict for c in (missed, other, predicted)] == ["differs", "reproduced", "reproduced"]
+
+
+def test_a_match_of_a_cell_a_process_choice_was_made_on_its_own_table_to_get_holds_by_construction():
+    fitted_here = {"why": "the biases stay fixed, chosen on this table.", "cells": [["Network", "test"]]}
+    chosen = Cell("E.1.2", "T2", "Network", "test", verdict="reproduced", rules_out="a threshold")
+    missed = Cell("E.1.2", "T2", "Network", "train", verdict="reproduced")  # not among the choice's cells
+    elsewhere = Cell("E.2.1", "T3", "Network", "test", verdict="reproduced")  # another table: a prediction
+    differs = Cell("E.1.2", "T2", "Network", "test", verdict="differs")  # the choice did not get it: a finding
+    outcomes = {"E.1.2": {"fitted_here": fitted_here, "constants": {"calibrated": False, "targets": []}}}
+    mark_calibrated_fits([chosen, missed, elsewhere, differs], outcomes)
+    assert (chosen.verdict, chosen.rules_out) == ("by construction", None)
+    assert chosen.reason == (
+        "fitted on this table: the biases stay fixed, chosen on this table. A match here is the fit, not a prediction."
+    )
+    assert [c.verdict for c in (missed, elsewhere, differs)] == ["reproduced", "reproduced", "differs"]

@@ -519,6 +519,14 @@ def test_a_plan_whose_only_names_an_unknown_scale_is_refused(tmp_path, monkeypat
     plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "data_paths": {"injected_root": "t"}}]}))
     with pytest.raises(ValueError, match="needs_files: true"):  # --data-root never reaches an item without files
         load_plan("mine")
+    for bad in ({"why": "chosen here"}, {"why": " ", "cells": [["Network", "test"]]}, {"why": "x", "cells": []},
+                {"why": "x", "cells": [["Network"]]}, {"why": "x", "cells": [["Network", "test"]], "by": "me"}):
+        plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "fitted_here": bad}]}))
+        with pytest.raises(ValueError, match=r"item 'A': fitted_here must be \{why: the choice, cells:"):
+            load_plan("mine")
+    fitted = {"why": "the biases, chosen here.", "cells": [["Network", "test"]]}
+    plan.write_text(yaml.safe_dump({"scales": scales, "items": [{**item, "fitted_here": fitted}]}))
+    assert load_plan("mine").items[0].fitted_here == fitted
 
 
 def test_a_plans_constants_need_a_calibration_item_before_them_and_one_of_its_objectives(tmp_path, monkeypatch):
@@ -696,6 +704,7 @@ def test_the_smoke_report_runs_every_item_resumes_and_renders_in_a_browser(tmp_p
     assert "**Predicted**" in section["E.2.1 d=100"] and "**Predicted**" in section["E.2.1 d=100 One Step, kept"]
     assert "the candidate *kept, eta1 = 18*" in section["E.2.1 d=2000 One Step, kept"]  # the only kept one at smoke
     assert "**Calibrated**" not in section["E.1.2"]  # E.1.2 runs its own config's constants
+    assert "**Chosen on this table**: shi_interval.yaml keeps the hidden biases fixed" in section["E.1.2"]
     assert "The calibration (E.1.1 calibration):" in summary_table(out)  # the docs' block shows what was chosen
     e11 = {(r["method"], r["metric"]): r["mean"] for r in rows if r["item"] == "E.1.1"}
     # Two runs: Two Step is the best classifier on the step-2 features, while the Network trains on.
