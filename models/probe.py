@@ -8,7 +8,7 @@ from torch import Tensor, nn
 
 from featlearn.contracts import EvaluationData, ProbeData
 from featlearn.models.two_layer import TwoLayerNet
-from featlearn.validation import check_int, check_number
+from featlearn.validation import check_choice, check_int, check_number
 
 
 class SteppedFeatureProbe(TwoLayerNet):
@@ -41,6 +41,17 @@ class SteppedFeatureProbe(TwoLayerNet):
     value, or after ``probe_max_iter`` iterations (then a warning reports the
     remaining gradient).
 
+    **A first-order solver, to test conditioning.** ``probe_solver: sgd`` fits the same
+    classifier by minibatch SGD on the hinge loss :math:`\max(0, 1 - y_i (v \cdot u_i + c))`
+    (the process's loss), ``probe_sgd_steps`` steps of ``probe_sgd_batch`` samples at rate
+    ``probe_sgd_lr``, from v = 0, c = 0. With ``probe_whiten`` the standardised features are
+    whitened first, :math:`u \mapsto L^\top u` with :math:`L L^\top = (\hat\Sigma +
+    \epsilon I)^{-1}` (:math:`\hat\Sigma` their covariance on the training set), so that
+    every direction has unit second moment: the rate then moves every direction alike. Beside
+    the process's own readout (SGD on the raw features), the three say whether a first-order
+    readout's miss is the features' conditioning (raw features fail, whitened succeed) or the
+    features themselves (all fail, as Newton's would). Not a baseline of the paper.
+
     It is the converged reading of Shi et al.'s One Step (k = 1) and Two Step (k = 2)
     baselines (Appendix E: "fix the weight of the 1st layer after the first step/second
     step ... and train the best classifiers on top of them"): compare's "One Step" and
@@ -56,6 +67,12 @@ class SteppedFeatureProbe(TwoLayerNet):
         probe_tol: Gradient tolerance of the stopping rule.
         probe_samples: Size of the fitting sample in online mode (the training set
             is used in finite-sample mode).
+        probe_solver: ``newton`` (the converged logistic regression, the default) or
+            ``sgd`` (minibatch SGD on the hinge loss; see above).
+        probe_whiten: With ``sgd``: whiten the standardised features first.
+        probe_sgd_lr: With ``sgd``: the rate, > 0.
+        probe_sgd_steps: With ``sgd``: the number of steps, >= 1.
+        probe_sgd_batch: With ``sgd``: samples per step, >= 1 (drawn with replacement).
         **kwargs: :class:`TwoLayerNet`'s keyword arguments.
     """
 
@@ -68,9 +85,25 @@ class SteppedFeatureProbe(TwoLayerNet):
         probe_max_iter: int = 100,
         probe_tol: float = 1e-6,
         probe_samples: int = 50000,
+        probe_solver: str = "newton",
+        probe_whiten: bool = False,
+        probe_sgd_lr: float = 1.0,
+        probe_sgd_steps: int = 600,
+        probe_sgd_batch: int = 1000,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.probe_solver = check_choice("model.probe_solver", probe_solver, PROBE_SOLVERS)
+        if not isinstance(probe_whiten, bool) or (probe_whiten and probe_solver != "sgd"):
+            raise ValueError(
+                f"model.probe_whiten must be true or false, and true only with model.probe_solver: sgd (Newton's "
+                f"method is invariant to a linear change of the features); got {probe_whiten!r} with "
+                f"{probe_solver!r}."
+            )
+        self.probe_whiten = probe_whiten
+        self.probe_sgd_lr = check_number("model.probe_sgd_lr", probe_sgd_lr, 0.0, strict=True)
+        self.probe_sgd_steps = check_int("model.probe_sgd_steps", probe_sgd_steps, 1)
+        self.probe_sgd_batch = check_int("model.probe_sgd_batch", probe_sgd_batch, 1)
         self.probe_l2 = check_number("model.probe_l2", probe_l2, 0.0)
         self.probe_max_iter = check_int("model.probe_max_iter", probe_max_iter, 1)
         self.probe_tol = check_number("model.probe_tol", probe_tol, 0.0, strict=True)
@@ -121,13 +154,21 @@ class SteppedFeatureProbe(TwoLayerNet):
         x, y = self.data_model.probe_set(self.probe_samples)  # (S, n, d), (S, n)
         u, mu, sd = self._standardised_features(x)
         y = y.double()
-        v, c, solver = logistic_regression(u, y, self.probe_l2, self.probe_tol, self.probe_max_iter)
-        if solver["grad_max"] > self.probe_tol:
-            rank_zero_warn(
-                f"SteppedFeatureProbe: Newton's method stopped after {solver['iterations']:.0f} iterations with "
-                f"max |gradient| {solver['grad_max']:.2e} > model.probe_tol = {self.probe_tol:g}. Raise "
-                f"model.probe_max_iter or model.probe_l2 for a converged classifier."
-            )
+        if self.probe_solver == "newton":
+            v, c, solver = logistic_regression(u, y, self.probe_l2, self.probe_tol, self.probe_max_iter)
+            if solver["grad_max"] > self.probe_tol:
+                rank_zero_warn(
+                    f"SteppedFeatureProbe: Newton's method stopped after {solver['iterations']:.0f} iterations "
+                    f"with max |gradient| {solver['grad_max']:.2e} > model.probe_tol = {self.probe_tol:g}. Raise "
+                    f"model.probe_max_iter or model.probe_l2 for a converged classifier."
+                )
+        else:
+            whitening = whitening_map(u) if self.probe_whiten else None  # (S, p, p)
+            z = u if whitening is None else torch.bmm(u, whitening)
+            generator = torch.Generator(device="cpu").manual_seed(int(torch.initial_seed()) % 2**63)
+            v, c, solver = hinge_sgd(z, y, self.probe_sgd_lr, self.probe_sgd_steps, self.probe_sgd_batch, generator)
+            if whitening is not None:  # back to the standardised features: v . (L^T u) = (L v) . u
+                v = torch.bmm(whitening, v.unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
             self.two_layer.a.copy_((v / (sd * self.two_layer.scale)).to(self.two_layer.a.dtype))
             self.output_bias.copy_((c - (v * mu / sd).sum(dim=1)).to(self.output_bias.dtype))
@@ -218,6 +259,64 @@ def logistic_regression(
         value, margins = torch.where(ok, new_value, value), torch.where(ok.unsqueeze(1), new_margins, margins)
     report = {"iterations": float(iterations), "grad_max": float(grad_max.max()), "objective": float(value.mean())}
     return v, c, report
+
+
+#: The probe's solvers: the converged logistic regression, or first-order SGD on the hinge loss.
+PROBE_SOLVERS = ("newton", "sgd")
+
+
+@torch.no_grad()
+def whitening_map(u: Tensor, eps: float = 1e-8) -> Tensor:
+    r"""L (S, p, p) with :math:`L L^\top = (\hat\Sigma + \epsilon I)^{-1}`, :math:`\hat\Sigma = U^\top U / n`.
+
+    For centred features u (S, n, p), :math:`z = L^\top u` has second moment
+    :math:`L^\top \hat\Sigma L \approx I`: every direction is on one scale. ``eps`` keeps the
+    inverse defined where features are collinear (dead units are constant, and standardised
+    to 0).
+    """
+    members, n, p = u.shape
+    eye = torch.eye(p, dtype=u.dtype, device=u.device)
+    ones = u.new_ones(members, n)
+    sigma, _ = weighted_gram(u, ones / n)  # (S, p, p)
+    return torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(sigma + eps * eye)))
+
+
+@torch.no_grad()
+def hinge_sgd(
+    u: Tensor, y: Tensor, lr: float, steps: int, batch: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, dict[str, float]]:
+    r"""Minibatch SGD on the hinge loss of a linear classifier with an intercept, from 0.
+
+    Each member s takes ``steps`` steps on
+    :math:`\frac1B \sum_{i \in \text{batch}} \max(0, 1 - y_{si}(u_{si} \cdot v + c))`, the
+    batch drawn with replacement from its n rows (the members share the draws).
+
+    Args:
+        u: Features (S, n, p).
+        y: Labels in {-1, +1}, (S, n).
+        lr: The rate.
+        steps: The number of steps.
+        batch: Samples per step.
+        generator: The draws' generator (on the CPU).
+
+    Returns:
+        ``v`` (S, p), ``c`` (S,), and ``{"iterations", "objective"}`` (the members' mean hinge
+        loss on all n rows at the end).
+    """
+    members, n, p = u.shape
+    y = y.to(u.dtype)
+    v = u.new_zeros(members, p)
+    c = u.new_zeros(members)
+    for _ in range(steps):
+        rows = torch.randint(0, n, (batch,), generator=generator).to(u.device)
+        ub, yb = u[:, rows], y[:, rows]  # (S, B, p), (S, B)
+        margins = yb * (torch.bmm(ub, v.unsqueeze(-1)).squeeze(-1) + c.unsqueeze(1))
+        r = -yb * (margins < 1).to(u.dtype) / batch  # (S, B): d loss / d score
+        v -= lr * torch.bmm(ub.transpose(1, 2), r.unsqueeze(-1)).squeeze(-1)
+        c -= lr * r.sum(dim=1)
+    margins = y * (torch.bmm(u, v.unsqueeze(-1)).squeeze(-1) + c.unsqueeze(1))
+    loss = torch.clamp(1 - margins, min=0).mean(dim=1)
+    return v, c, {"iterations": float(steps), "objective": float(loss.mean())}
 
 
 #: Bytes of one block of weighted rows in :func:`weighted_gram`. A block this small is

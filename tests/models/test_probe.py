@@ -5,7 +5,7 @@ from sklearn.linear_model import LogisticRegression
 
 from featlearn.datamodules import SparseCoding
 from featlearn.models import SteppedFeatureProbe, TwoLayerNet
-from featlearn.models.probe import weighted_gram
+from featlearn.models.probe import hinge_sgd, weighted_gram, whitening_map
 
 from ..conftest import grouped  # noqa: TID252
 from .test_linearized import SHI_NET
@@ -96,6 +96,12 @@ def test_probe_in_online_mode_fits_on_its_own_fixed_sample(fit):
         ({"probe_max_iter": 0}, "probe_max_iter"),
         ({"probe_tol": 0.0}, "probe_tol"),
         ({"probe_samples": 0}, "probe_samples"),
+        ({"probe_solver": "adam"}, "probe_solver"),
+        ({"probe_whiten": True}, "probe_whiten"),  # Newton's method does not see a change of basis
+        ({"probe_solver": "sgd", "probe_whiten": "yes"}, "probe_whiten"),
+        ({"probe_solver": "sgd", "probe_sgd_lr": 0.0}, "probe_sgd_lr"),
+        ({"probe_solver": "sgd", "probe_sgd_steps": 0}, "probe_sgd_steps"),
+        ({"probe_solver": "sgd", "probe_sgd_batch": 0}, "probe_sgd_batch"),
     ],
 )
 def test_probe_rejects_bad_settings(override, match):
@@ -135,3 +141,47 @@ def test_a_float64_run_forgets_the_initial_weights_at_a_step_float32_cannot_carr
     single, w0 = probes["32-true"]
     left = torch.nn.functional.cosine_similarity(single.net.w.detach().double().flatten(), w0.flatten(), dim=0)
     assert abs(float(left)) > 0.5  # float32 kept w^(0)'s line: it could not carry the step
+
+
+def test_whitened_features_have_unit_second_moment_in_every_direction():
+    generator = torch.Generator().manual_seed(0)
+    scales = torch.tensor([1.0, 1e-2, 1e-4, 3.0], dtype=torch.float64)
+    u = torch.randn(2, 5000, 4, generator=generator, dtype=torch.float64) * scales  # (S, n, p), badly scaled
+    u = u - u.mean(dim=1, keepdim=True)
+    z = torch.bmm(u, whitening_map(u, eps=1e-14))
+    second_moment = torch.bmm(z.transpose(1, 2), z) / 5000
+    torch.testing.assert_close(second_moment, torch.eye(4).expand(2, 4, 4).double(), rtol=0, atol=1e-5)
+
+
+def test_first_order_sgd_misses_a_badly_scaled_direction_that_whitening_restores():
+    """The label lives on a feature 1e-3 the scale of the other: SGD at a rate stable on the large one moves the
+    small one a million times slower; on whitened features the same rate fits it (the E.1.1 readout diagnostic)."""
+    generator = torch.Generator().manual_seed(1)
+    n = 4000
+    signal = torch.randn(1, n, generator=generator, dtype=torch.float64)
+    y = torch.sign(signal)  # (1, n)
+    u = torch.stack([1e-3 * signal, torch.randn(1, n, generator=generator, dtype=torch.float64)], dim=-1)
+    u = u - u.mean(dim=1, keepdim=True)  # (1, n, 2): the label's feature tiny, a noise feature at scale 1
+
+    def accuracy(v, c, features):
+        return float(((torch.bmm(features, v.unsqueeze(-1)).squeeze(-1) + c.unsqueeze(1)) * y > 0).double().mean())
+
+    v, c, report = hinge_sgd(u, y, 0.5, 300, 100, torch.Generator().manual_seed(0))
+    assert accuracy(v, c, u) < 0.75 and report["iterations"] == 300
+    whitened = torch.bmm(u, whitening_map(u))
+    v, c, _ = hinge_sgd(whitened, y, 0.5, 300, 100, torch.Generator().manual_seed(0))
+    assert accuracy(v, c, whitened) > 0.98
+
+
+def test_the_sgd_probe_writes_back_a_classifier_on_the_standardised_features(fit):
+    data = data_model()
+    probe = SteppedFeatureProbe(
+        16, **grouped(12, lr=0.2, seed=4, probe_solver="sgd", probe_whiten=True, probe_sgd_steps=50, **SHI_NET)
+    )
+    fit(probe, data, 2)
+    x, y = data.train_set()
+    assert probe.probe_report["iterations"] == 50.0
+    assert probe.probe_report["train_error"] == pytest.approx(
+        float((y * probe.scores(x) <= 0).double().mean()), abs=1e-12
+    )
+    assert probe.probe_report["train_error"] < 0.5  # the written-back scores are the fitted classifier's
