@@ -543,8 +543,9 @@ def spread_at_ceiling(values: list[float] | None, bound: float, ceiling: float =
     if largest >= bound:
         return None
     return (
-        f"every seed lies within {width:.2f} of the {ceiling:g}% ceiling, where no spread of {n} seeds can reach "
-        f"{largest:.2f} or more: the bound follows from the accuracies, judged in their own cells"
+        f"every seed lies within {width:.2f} of the {ceiling:g}% ceiling, so the spread of {n} seeds is at most "
+        f"{largest:.2f}, below the bound {bound:g} whatever the method: the bound follows from the accuracies, "
+        "judged in their own cells"
     )
 
 
@@ -1190,9 +1191,14 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             # One whose test a named rival passes as well: a ✓ it would earn rules nothing out (○); a ✗ stays ✗.
             passes = " ".join(str(claim["rival_passes"]).split()).rstrip(".") if claim.get("rival_passes") else None
             undecided = weaker or listed or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
+            # A spread at the ceiling holds by construction, unless the measurement cannot speak to the claim at
+            # all (another fit than the paper's, say): one measurement, one verdict, as on every other table.
             built_in = claim.get("by_construction") or (
                 spread_at_ceiling(cell.seed_values, paper)
-                if left.get("statistic") == "std" and left["metric"] in TRIVIAL_SETS and claim["relation"] == "<"
+                if left.get("statistic") == "std"
+                and left["metric"] in TRIVIAL_SETS
+                and claim["relation"] == "<"
+                and not undecided
                 else None
             )
             judged = judge(

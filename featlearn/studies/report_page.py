@@ -207,7 +207,9 @@ def write_report(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
         f"Regenerate: `{regenerate_command(plan.paper, args.scale, args.only)}`."
     )
-    md += ["", headline(claims, args.only), "", *claims_matrix(claims, headings, notes)]
+    md += ["", headline(claims, args.only), ""]
+    md += [line + "\n" for line in calibration_caveats(plan, outcomes)]
+    md += claims_matrix(claims, headings, notes)
     counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
            + (f"; diagnostic items: {count_text(diagnostic)}" if any(diagnostic.values()) else "") + "."]  # fmt: skip
@@ -275,6 +277,7 @@ def write_report(
         {
             "item": item.id,
             "chosen": outcomes[item.id].get("chosen"),
+            "caveats": calibration_caveats(plan, outcomes),
             "table": ITEM_KINDS[item.kind].lines(outcomes[item.id]),
         }
         for item in plan.items
@@ -320,6 +323,43 @@ def headline(claims: list[Claim], only: list[str] | tuple[str, ...] | None = Non
     if any(diagnostic.values()):
         text += f" featlearn's diagnostic items, apart: {count_text(diagnostic)}."
     return text
+
+
+def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
+    """One line per objective the items take their constants from: the choice, and what it was not told from.
+
+    The verdicts of every item that runs at the chosen candidate rest on that choice. Where the
+    objective does not tell the choice apart from other candidates (within two standard errors of
+    J), or would choose another with degenerate seeds at face value, a reader must see it before
+    the claims.
+    """
+    calibration = next((i for i in plan.items if i.kind == "calibration"), None)
+    outcome = outcomes.get(calibration.id) if calibration else None
+    if not outcome or outcome.get("status") != "run":
+        return []
+    lines = []
+    for objective in dict.fromkeys(i.constants for i in plan.items if i.constants):
+        chosen = (outcome.get("chosen") or {}).get(objective)
+        if chosen is None:
+            continue
+        tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
+        face = (outcome.get("at_face_value") or {}).get(objective)
+        text = (
+            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose *{chosen}* by "
+            f"the objective *{objective}*, and every item marked predicted runs at it."
+        )
+        if tied:
+            text += f" The objective does not tell it apart from {', '.join(f'*{n}*' for n in tied)} (within two "
+            text += "standard errors of J)."
+        if face and face != chosen:
+            text += f" With degenerate seeds taken at face value it would choose *{face}*."
+        if tied or (face and face != chosen):
+            text += (
+                " The predicted tables' verdicts may differ at those candidates; the calibration's table shows "
+                "what each gives on the table the constants were chosen on."
+            )
+        lines.append(text)
+    return lines
 
 
 def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "") -> list[str]:
@@ -612,7 +652,9 @@ def summary_table(out: Path) -> str:
         claim.cells = [cell for cell in cells if cell.claim == claim.id]
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
     only = summary.get("only")
-    lines = [headline(claims, only), "", *claims_matrix(claims, content["sections"], None, link=link), "", ""]
+    caveats = [line for calibration in content.get("calibrations") or [] for line in calibration.get("caveats") or []]
+    lines = [headline(claims, only), "", *[line + "\n" for line in caveats]]
+    lines += [*claims_matrix(claims, content["sections"], None, link=link), "", ""]
     text = "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
     for calibration in content.get("calibrations") or []:  # the constants chosen once, and on what
         text += f"\nThe calibration ({calibration['item']}):\n" + "\n".join(calibration["table"]) + "\n"

@@ -54,6 +54,7 @@ from featlearn.studies.plan import (
 )
 from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.report_page import (
+    calibration_caveats,
     calibration_conclusion,
     item_table,
     markdown_to_html,
@@ -1019,6 +1020,11 @@ def test_a_claim_against_a_failed_fit_or_a_spread_five_seeds_cannot_place_is_inc
     assert steadiest.verdict == "by construction" and "within 0.10 of the 100% ceiling" in steadiest.reason
     low, high = std_interval(1.0, 5)
     assert (round(low, 2), round(high, 2)) == (0.6, 2.87)
+    # At the ceiling but not the paper's method (100% against the paper's 41%): the spread cannot speak to the
+    # claim, as on any table where the two fits differ, so ○, not ≡.
+    numbers = {("S", "Network"): {"test": 41.0}}
+    other = relations_by_words(plan, {"R": {"status": "run", "results": results}}, rules, numbers)["steadiest"]
+    assert other.verdict == "cannot decide" and "is not the paper's (41.0%" in other.reason
 
 
 def committed_reports_with_claims() -> list[Path]:
@@ -1108,3 +1114,18 @@ def test_a_calibrations_summary_says_when_its_choice_misses_the_table_or_ties_wi
     assert "miss) J would choose *erasing*." in face and face.count("face value") == 1  # the cosine's choice stands
     clear = calibration_conclusion({"chosen": {"T": "x"}, "met": {"T": (3, 3)}})
     assert clear.endswith("*T* chose *x*, which meets 3 of its 3 numbers within the floors.")
+
+
+def test_the_first_screen_says_what_the_calibration_did_not_tell_its_choice_from():
+    items = [
+        Item("C", "C", ["shi_parity"], kind="calibration", study="calibration/shi_table1"),
+        Item("A", "A", ["shi_parity"], constants="Table 1"),
+    ]
+    plan = Plan("shi2022", "t", {}, items, "")
+    clear = {"status": "run", "chosen": {"Table 1": "kept"}, "tied": {"Table 1": ["kept"]}, "at_face_value": {}}
+    (line,) = calibration_caveats(plan, {"C": clear})
+    assert "chose *kept* by the objective *Table 1*" in line and "tell it apart" not in line
+    tied = {**clear, "tied": {"Table 1": ["kept", "erasing"]}, "at_face_value": {"Table 1": "erasing"}}
+    (line,) = calibration_caveats(plan, {"C": tied})
+    assert "does not tell it apart from *erasing*" in line and "at face value it would choose *erasing*" in line
+    assert calibration_caveats(plan, {"C": {"status": "not run"}}) == []
