@@ -137,7 +137,8 @@ class Item:
     study: str | None = None
     #: The objective of the plan's ``calibration`` item whose chosen candidate sets this item's open
     #: constants (its overlay is merged after the item's configs, before the scale's sizes): the item is
-    #: *calibrated* where its setting is the calibration's, else *predicted* at those constants.
+    #: *calibrated* where it runs on the calibration's table (its setting, or its configs and sizes, are the
+    #: calibration item's), else *predicted* at those constants.
     constants: str | None = None
     #: scale -> keyword arguments of the item's study function (e.g. ``{"dims": [8, 16]}`` for
     #: :func:`~featlearn.studies.samples.samples`, ``{"teacher_sizes": "chosen,50"}`` for

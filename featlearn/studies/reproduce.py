@@ -118,7 +118,8 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
 
     Returns:
         ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated", "targets"}``
-        (``calibrated``: the item's setting is the one the constants were chosen on; ``targets``: there,
+        (``calibrated``: the item runs on the table the constants were chosen on, its setting or its
+        configs and sizes the calibration's; ``targets``: there,
         the objective's ``[method, column]`` cells, which the constants were chosen to fit), or
         ``{"why": ...}`` where the calibration has not run or chose nothing.
     """
@@ -146,7 +147,11 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
             f"file ({calibration.study}) no longer states: rerun the calibration item first (--only "
             f"{calibration.id!r} --overwrite)."
         }
-    calibrated = item.setting == summary["setting"]
+    # The table the constants were chosen on: the calibration's setting, or its very configs (a diagnostic
+    # of featlearn's own on that table's data, under another name).
+    calibrated = item.setting == summary["setting"] or (
+        list(item.configs) == list(calibration.configs) and item.scales == calibration.scales
+    )
     objective = next((o for o in spec.objectives if o.name == item.constants), None)
     # On the table the constants were chosen on, the objective's cells were fitted (featlearn's validation
     # accuracy stood for the paper's test accuracy): the judgement marks a match of theirs as the fit it is.

@@ -591,6 +591,11 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     fitted = module.calibrated_constants(table_1, plan, tmp_path)  # the table they were chosen on: its cells fitted
     assert fitted["calibrated"] is True and ["One Step", "cos"] in fitted["targets"]
     assert ["Network", "test"] in fitted["targets"] and len(fitted["targets"]) == 12  # val_acc stood for test
+    # A diagnostic on Table 1's own configs and sizes, under another setting name, runs on that table too.
+    (readout,) = [i for i in plan.items if i.id == "E.1.1 readout"]
+    assert module.calibrated_constants(readout, plan, tmp_path)["calibrated"] is True
+    (m300,) = [i for i in plan.items if i.id == "E.2.3 n=10000 m=300"]  # shi_parity, on 10000 samples: another table
+    assert module.calibrated_constants(m300, plan, tmp_path)["calibrated"] is False
     # A folder filled before the file changed (the candidate a whole-schedule overlay then) is not applied silently.
     stale = {"model": {"init_args": {"training": {"lr_w": [{"start": 1, "end": 1, "value": 15.0}]}}}}
     summary["candidates"][kept.name] = {"overlay": stale}
