@@ -325,7 +325,8 @@ def judge(
             ours, theirs, unit = f"{mean:.3f}", f"{paper_value:.3f}", ""
             name = "its value at step 0" + ("" if trivial is None else f" ({trivial:.3f}, the random initialisation)")
             same = "a first layer that never moved reads the same"
-        chance_claim = column == "test" and fits_training_set  # "fits, yet tests at chance" (w/o structure)
+        # "fits, yet tests at chance" (w/o structure); runs that all degenerated fit nothing, whatever their score.
+        chance_claim = column == "test" and fits_training_set and not degenerate
         if paper_trivial and (ours_trivial or held) and not chance_claim:
             where = "there too" if ours_trivial else "within the floor of the paper's"
             if degenerate and abs(mean - trivial if trivial is not None else 0.0) > floor:
@@ -1230,8 +1231,11 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
     """
     cells = collect_cells(plan, outcomes, numbers, rules) + collect_relations(plan, outcomes, rules, numbers)
     diagnostics = {item.id for item in plan.items if item.diagnostic}
+    # Methods that are featlearn's own readings of a paper row, not the paper's method definition (the
+    # judgement file's diagnostic_methods): judged and shown, never counted in the paper's claims.
+    own = rules.get("diagnostic_methods") or []
     for cell in cells:
-        cell.diagnostic = cell.item in diagnostics
+        cell.diagnostic = cell.item in diagnostics or any(fnmatchcase(cell.method, pattern) for pattern in own)
     guard_failed_fits(cells, rules.get("features_frozen_before_fit"))
     mark_calibrated_fits(cells, outcomes)
     claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})

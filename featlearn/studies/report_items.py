@@ -406,6 +406,9 @@ class CalibrationItem:
             "met": dict(calibration.met),
             "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
             "at_face_value": dict(calibration.face_chosen),
+            "values": {name: dict(v) for name, v in calibration.values.items()},  # objective -> candidate -> J
+            "errors": {name: dict(v) for name, v in calibration.errors.items()},
+            "face_values": {name: dict(v) for name, v in calibration.face_values.items()},
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }

@@ -344,15 +344,29 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
             continue
         tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
         face = (outcome.get("at_face_value") or {}).get(objective)
+        values = (outcome.get("values") or {}).get(objective) or {}
+        errors = (outcome.get("errors") or {}).get(objective) or {}
+        face_values = (outcome.get("face_values") or {}).get(objective) or {}
+
+        def j(name: str, table: dict = values, spread: dict = errors) -> str:
+            """A candidate's name with its J (± its standard error) where recorded."""
+            if name not in table:
+                return f"*{name}*"
+            return f"*{name}* (J {table[name]:.3f}" + (f" ± {spread[name]:.3f})" if name in spread else ")")
+
         text = (
-            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose *{chosen}* by "
+            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose {j(chosen)} by "
             f"the objective *{objective}*, and every item marked predicted runs at it."
         )
         if tied:
-            text += f" The objective does not tell it apart from {', '.join(f'*{n}*' for n in tied)} (within two "
+            text += f" The objective does not tell it apart from {', '.join(j(n) for n in tied)} (within two "
             text += "standard errors of J)."
         if face and face != chosen:
-            text += f" With degenerate seeds taken at face value it would choose *{face}*."
+            text += (
+                f" With degenerate seeds taken at face value it would choose {j(face, face_values, {})}, against "
+                f"{j(chosen, face_values, {})}: the choice owes itself to the rule that scores a degenerate seed 1 "
+                "on every accuracy target."
+            )
         if tied or (face and face != chosen):
             text += (
                 " The predicted tables' verdicts may differ at those candidates; the calibration's table shows "

@@ -104,6 +104,10 @@ def test_a_test_accuracy_at_chance_is_a_claim_when_the_method_fits_its_training_
     stuck = judge(52.0, [50.5, 50.9], "test", "E.1.1", "Network w/o structure", RULES, trivial=50.2,
                   fits_training_set=False)  # fmt: skip
     assert stuck["verdict"] == "cannot decide"
+    # Runs that all degenerated fit nothing, whatever their training score: the same as on the train cell.
+    failed = judge(50.0, [71.5, 71.6], "test", "E.2.1", "One Step (SGD readout)", RULES, trivial=50.3,
+                   fits_training_set=True, degenerate=True)  # fmt: skip
+    assert failed["verdict"] == "cannot decide" and "runs that degenerated" in failed["reason"]
     # The training accuracy itself at chance is never rescued by that exception.
     assert (
         judge(51.0, [50.5], "train", "E.1.1", "NTK", RULES, trivial=50.2, fits_training_set=True)["verdict"]

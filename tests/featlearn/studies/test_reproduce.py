@@ -32,6 +32,7 @@ from featlearn.studies.judgement import (
     collect_relations,
     column_relation,
     judge,
+    judge_report,
     std_interval,
     trivial_evidence,
     undecided_cell,
@@ -1071,6 +1072,7 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
         ({"claims": [{"id": "a", "place": "T1", "words": "w", "cells": [{"setting": "S"}]}]}, r"\['setting'\]"),
         ({"claims": [{"id": "a", "place": "p", "words": "w", "not_measured": "x"}] * 2}, "'a' is given twice"),
         ({"features_frozen_before_fit": "One Step*"}, "features_frozen_before_fit must be a list of method patterns"),
+        ({"diagnostic_methods": "* (SGD readout)"}, "diagnostic_methods must be a list of method patterns"),
         ({"rivals": [{"setting": "S", "method": "N", "metric": "alpha", "value": 1.5}]}, r"rivals\[0\] lacks form"),
         ({"by_construction": [{"setting": "S", "method": "N", "metric": "cos"}]}, r"by_construction\[0\] lacks why"),
         (  # the old name of a relation's cells, which no cell carries any more
@@ -1133,4 +1135,32 @@ def test_the_first_screen_says_what_the_calibration_did_not_tell_its_choice_from
     tied = {**clear, "tied": {"Table 1": ["kept", "erasing"]}, "at_face_value": {"Table 1": "erasing"}}
     (line,) = calibration_caveats(plan, {"C": tied})
     assert "does not tell it apart from *erasing*" in line and "at face value it would choose *erasing*" in line
+    scored = {
+        **tied,
+        "values": {"Table 1": {"kept": 0.126, "erasing": 0.154}},
+        "errors": {"Table 1": {"kept": 0.001, "erasing": 0.033}},
+        "face_values": {"Table 1": {"kept": 0.126, "erasing": 0.104}},
+    }
+    (line,) = calibration_caveats(plan, {"C": scored})
+    assert "chose *kept* (J 0.126 ± 0.001)" in line and "from *erasing* (J 0.154 ± 0.033)" in line
+    assert "choose *erasing* (J 0.104), against *kept* (J 0.126): the choice owes itself to the rule" in line
     assert calibration_caveats(plan, {"C": {"status": "not run"}}) == []
+
+
+def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers_claims(tmp_path):
+    """Shi's SGD readouts read a paper row with another classifier than the paper's: featlearn's own check."""
+    plan = load_plan("shi2022")
+    rules = judgement_rules("shi2022")
+    assert "* (SGD readout)" in rules["diagnostic_methods"]
+    paper = paper_numbers("shi2022")
+    results = {
+        "Two Step": {"train_acc": [100.0] * 2, "test_acc": [100.0] * 2, "cos_similarity": [0.99] * 2},
+        "Two Step (SGD readout)": {"train_acc": [84.4] * 2, "test_acc": [84.4] * 2},
+    }
+    outcomes = {item.id: {"status": "not run", "why": "x"} for item in plan.items}
+    outcomes["E.2.1 d=100"] = {"status": "run", "results": results}
+    cells, claims = judge_report(plan, outcomes, paper, rules)
+    readout = [c for c in cells if c.item == "E.2.1 d=100" and c.method == "Two Step (SGD readout)"]
+    assert readout and all(c.diagnostic and c.verdict == "differs" for c in readout)
+    counted = [c for c in claims if not c.diagnostic]
+    assert not any(cell.method == "Two Step (SGD readout)" for claim in counted for cell in claim.cells)
