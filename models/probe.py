@@ -57,8 +57,9 @@ class SteppedFeatureProbe(TwoLayerNet):
     step ... and train the best classifiers on top of them"): compare's "One Step" and
     "Two Step" columns. compare's "One Step (SGD readout)" and "Two Step (SGD readout)"
     run the process's own classifier stage on the same features instead (the first layer
-    frozen, the second trained by the process's rates and loss to T); the paper's numbers
-    are judged against both, since it names neither. It works for any data model.
+    frozen, the second trained by the process's rates and loss to T): featlearn's own check,
+    shown beside the paper's numbers, while the paper's rows are this class's ("the best
+    classifiers"). It works for any data model.
 
     Args:
         *args: :class:`TwoLayerNet`'s arguments.

@@ -325,6 +325,14 @@ def headline(claims: list[Claim], only: list[str] | tuple[str, ...] | None = Non
     return text
 
 
+def scored(name: str, values: dict, errors: dict | None = None) -> str:
+    """A calibration candidate's name with its J (± its standard error) where recorded."""
+    if name not in values:
+        return f"*{name}*"
+    spread = f" ± {errors[name]:.3f}" if errors and name in errors else ""
+    return f"*{name}* (J {values[name]:.3f}{spread})"
+
+
 def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     """One line per objective the items take their constants from: the choice, and what it was not told from.
 
@@ -348,23 +356,18 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         errors = (outcome.get("errors") or {}).get(objective) or {}
         face_values = (outcome.get("face_values") or {}).get(objective) or {}
 
-        def j(name: str, table: dict = values, spread: dict = errors) -> str:
-            """A candidate's name with its J (± its standard error) where recorded."""
-            if name not in table:
-                return f"*{name}*"
-            return f"*{name}* (J {table[name]:.3f}" + (f" ± {spread[name]:.3f})" if name in spread else ")")
-
         text = (
-            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose {j(chosen)} by "
-            f"the objective *{objective}*, and every item marked predicted runs at it."
+            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose "
+            f"{scored(chosen, values, errors)} by the objective *{objective}*, and every item marked predicted "
+            "runs at it."
         )
         if tied:
-            text += f" The objective does not tell it apart from {', '.join(j(n) for n in tied)} (within two "
-            text += "standard errors of J)."
+            others = ", ".join(scored(n, values, errors) for n in tied)
+            text += f" The objective does not tell it apart from {others} (within two standard errors of J)."
         if face and face != chosen:
             text += (
-                f" With degenerate seeds taken at face value it would choose {j(face, face_values, {})}, against "
-                f"{j(chosen, face_values, {})}: the choice owes itself to the rule that scores a degenerate seed 1 "
+                f" With degenerate seeds taken at face value it would choose {scored(face, face_values)}, against "
+                f"{scored(chosen, face_values)}: the choice owes itself to the rule that scores a degenerate seed 1 "
                 "on every accuracy target."
             )
         if tied or (face and face != chosen):
