@@ -571,9 +571,9 @@ def by_construction(rules: dict, setting: str, method: str, column: str, process
     return None if entry is None else str(entry["why"]).strip()
 
 
-def features_frozen(method: str, frozen_before_fit: list[str] | None) -> bool:
-    """Whether ``method``'s neurons are fixed before its classifier is fit (the judgement file's patterns)."""
-    return any(fnmatchcase(method, p) for p in frozen_before_fit or [])
+def method_in(method: str, patterns: list[str] | None) -> bool:
+    """Whether ``method`` matches one of a judgement file's method patterns (``features_frozen_before_fit``, ...)."""
+    return any(fnmatchcase(method, p) for p in patterns or [])
 
 
 def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = None) -> None:
@@ -590,7 +590,7 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
     failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
     for cell in cells:
         method = cell.left if cell.kind == "relation" else cell.method
-        if cell.metric == "cos" and features_frozen(method, frozen_before_fit):
+        if cell.metric == "cos" and method_in(method, frozen_before_fit):
             continue
         if cell.verdict == "reproduced" and cell.metric in ("cos", "test") and (cell.item, method) in failed:
             cell.update(
@@ -602,7 +602,9 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
             )
 
 
-def mark_calibrated_fits(cells: list[Cell], outcomes: dict[str, dict]) -> None:
+def mark_calibrated_fits(
+    cells: list[Cell], outcomes: dict[str, dict], fitted_here: dict[str, dict] | None = None
+) -> None:
     """A ✓ of a cell the constants or a process choice were chosen to fit holds by construction (in place).
 
     On the table a calibration chose the paper's open constants on (the item's ``constants``
@@ -612,12 +614,17 @@ def mark_calibrated_fits(cells: list[Cell], outcomes: dict[str, dict]) -> None:
     featlearn's process made on that table to get them. A ✗ there stays ✗ (even the fit misses
     the paper's number). A relation between fitted cells (or of one against the paper's bound)
     follows from the fit too.
+
+    Args:
+        cells: The judged cells.
+        outcomes: Item id -> its outcome (``constants`` where the item takes the calibration's).
+        fitted_here: Item id -> its plan entry's ``fitted_here`` (items without one left out).
     """
     for cell in cells:
         outcome = outcomes.get(cell.item) or {}
         constants = outcome.get("constants") or {}
         calibrated = {tuple(t) for t in constants.get("targets") or []} if constants.get("calibrated") else set()
-        here = outcome.get("fitted_here") or {}
+        here = (fitted_here or {}).get(cell.item) or {}
         chosen_here = {tuple(t) for t in here.get("cells") or []}
         if cell.kind == "relation":
             sides = [(cell.left, cell.metric)] + ([(cell.reference, cell.metric)] if cell.reference else [])
@@ -774,7 +781,7 @@ def undecided_cell(
     listed = first_match(rules.get("undecidable"), setting, method, column)
     if listed is not None:
         return " ".join(str(listed["why"]).split()).rstrip(".")
-    frozen = features_frozen(method, rules.get("features_frozen_before_fit"))  # the fit cannot change its neurons
+    frozen = method_in(method, rules.get("features_frozen_before_fit"))  # the fit cannot change its neurons
     if column in TRIVIAL_AT_START and paper_train is not None and not frozen:
         train, _, _ = summarize(reached(values.get("train_acc")))
         floor = float(rules["tolerances"]["train"]["absolute"])
@@ -1233,10 +1240,9 @@ def judge_report(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: di
     diagnostics = {item.id for item in plan.items if item.diagnostic}
     # Methods that are featlearn's own readings of a paper row, not the paper's method definition (the
     # judgement file's diagnostic_methods): judged and shown, never counted in the paper's claims.
-    own = rules.get("diagnostic_methods") or []
     for cell in cells:
-        cell.diagnostic = cell.item in diagnostics or any(fnmatchcase(cell.method, pattern) for pattern in own)
+        cell.diagnostic = cell.item in diagnostics or method_in(cell.method, rules.get("diagnostic_methods"))
     guard_failed_fits(cells, rules.get("features_frozen_before_fit"))
-    mark_calibrated_fits(cells, outcomes)
+    mark_calibrated_fits(cells, outcomes, {item.id: item.fitted_here for item in plan.items if item.fitted_here})
     claims = assign_claims(rules.get("claims"), cells, {item.id: item.setting or item.id for item in plan.items})
     return cells, claims

@@ -381,12 +381,10 @@ def check_rule_entries(rules: dict, where: str) -> None:
                 f"{where}: by_construction[{index}] has processes {processes!r}: give a list of candidate-name "
                 "patterns, e.g. [\"erasing*\", \"(the experiment's own)\"], or leave it out (every process)."
             )
-    own = rules.get("diagnostic_methods")
-    if own is not None and not (isinstance(own, list) and all(isinstance(p, str) for p in own)):
-        raise ValueError(f"{where}: diagnostic_methods must be a list of method patterns, got {own!r}.")
-    frozen = rules.get("features_frozen_before_fit")
-    if frozen is not None and not (isinstance(frozen, list) and all(isinstance(p, str) for p in frozen)):
-        raise ValueError(f"{where}: features_frozen_before_fit must be a list of method patterns, got {frozen!r}.")
+    for key in ("diagnostic_methods", "features_frozen_before_fit"):  # lists of method patterns
+        patterns = rules.get(key)
+        if patterns is not None and not (isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)):
+            raise ValueError(f"{where}: {key} must be a list of method patterns, got {patterns!r}.")
     ids = [claim["id"] for claim in rules.get("claims") or []]
     for index, claim in enumerate(rules.get("claims") or []):
         if not claim.get("cells") and not claim.get("not_measured"):

@@ -207,8 +207,9 @@ def write_report(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
         f"Regenerate: `{regenerate_command(plan.paper, args.scale, args.only)}`."
     )
+    caveats = calibration_caveats(plan, outcomes)
     md += ["", headline(claims, args.only), ""]
-    md += [line + "\n" for line in calibration_caveats(plan, outcomes)]
+    md += [line + "\n" for line in caveats]
     md += claims_matrix(claims, headings, notes)
     counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
@@ -244,8 +245,8 @@ def write_report(
             md.append("")
             if outcome.get("constants"):
                 md += [constants_line(outcome["constants"]), ""]
-            if outcome.get("fitted_here"):
-                md += [fitted_here_line(outcome["fitted_here"]), ""]
+            if item.fitted_here:
+                md += [fitted_here_line(item.fitted_here), ""]
         rows = [c for c in cells if c.item == item.id and c.kind != "relation"]
         md += item_table(rows, outcome["status"] == "run", notes)
         md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes)
@@ -277,7 +278,7 @@ def write_report(
         {
             "item": item.id,
             "chosen": outcomes[item.id].get("chosen"),
-            "caveats": calibration_caveats(plan, outcomes),
+            "caveats": caveats,
             "table": ITEM_KINDS[item.kind].lines(outcomes[item.id]),
         }
         for item in plan.items

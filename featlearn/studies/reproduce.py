@@ -108,8 +108,6 @@ def run_item(item: Item, plan: Plan, args: RunSettings, out: Path, build: BuildR
     outcome = ITEM_KINDS[item.kind].run(item, plan, args, configs, folder, build)
     if constants is not None:
         outcome["constants"] = {k: v for k, v in constants.items() if k not in ("overlay", "at_steps")}
-    if item.fitted_here:  # a choice made on this table: the judgement marks its cells' matches as the fit
-        outcome["fitted_here"] = item.fitted_here
     return outcome
 
 

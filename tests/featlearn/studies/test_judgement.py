@@ -454,8 +454,8 @@ def test_a_match_of_a_cell_a_process_choice_was_made_on_its_own_table_to_get_hol
     missed = Cell("E.1.2", "T2", "Network", "train", verdict="reproduced")  # not among the choice's cells
     elsewhere = Cell("E.2.1", "T3", "Network", "test", verdict="reproduced")  # another table: a prediction
     differs = Cell("E.1.2", "T2", "Network", "test", verdict="differs")  # the choice did not get it: a finding
-    outcomes = {"E.1.2": {"fitted_here": fitted_here, "constants": {"calibrated": False, "targets": []}}}
-    mark_calibrated_fits([chosen, missed, elsewhere, differs], outcomes)
+    outcomes = {"E.1.2": {"constants": {"calibrated": False, "targets": []}}}
+    mark_calibrated_fits([chosen, missed, elsewhere, differs], outcomes, {"E.1.2": fitted_here})
     assert (chosen.verdict, chosen.rules_out) == ("by construction", None)
     assert chosen.reason == (
         "fitted on this table: the biases stay fixed, chosen on this table. A match here is the fit, not a prediction."
