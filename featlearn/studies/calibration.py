@@ -17,7 +17,8 @@ predictions at the chosen constants.
 * ``paper``, ``setting``: where the paper's numbers are (its table file, one setting);
 * ``objectives``: name -> ``targets`` (``{method, metric, paper_method}``: featlearn's
   method and metric against the paper's value of ``paper_method``'s column) and, optionally,
-  ``among`` (the candidates it chooses between; default all);
+  ``among`` (the candidates it chooses between; default all) and ``default`` (the candidate
+  that stands unless the table prefers another: the paper's stated constants);
 * ``candidates``: name -> ``about`` (one line) and ``overlay`` (overrides of the experiment
   config, merged after it as a further ``--config`` is); optionally ``at_steps`` (``{step:
   {path: value}}``: that step of the experiment's schedule alone, its other steps kept, a
@@ -42,7 +43,10 @@ test set are matched by featlearn's *validation* accuracy (``val_acc``), so the 
 reads the test set. The spread of J is the standard error over seeds,
 :math:`\mathrm{sd}(J_s)/\sqrt{S}`; candidates within two of it of the chosen one are named as
 not told apart. A candidate with a target it did not measure has J = inf. The chosen candidate
-of an objective is its argmin (the first listed on a tie). ``shown`` targets are drawn in the
+of an objective is its argmin (the first listed on a tie), except where the objective names a
+``default``: the default stands unless the argmin's J is smaller by more than two standard
+errors of their difference, :math:`J(c_0) - J(c^*) > 2\sqrt{\mathrm{se}(c_0)^2 + \mathrm{se}(c^*)^2}`;
+a reproduction leaves the paper's own constants only where the table asks it to. ``shown`` targets are drawn in the
 table but score nothing (a second classifier of a row the objective already counts, for
 instance). ``diagnostics`` rows show featlearn's own measurements beside them, with no paper
 value and no score (a diagnostic callback's per-seed results, such as ``CountAccuracy``'s
@@ -94,12 +98,17 @@ class Target:
 
 @dataclass(frozen=True)
 class Objective:
-    """A named objective: its targets, and the candidates it chooses between (None: all)."""
+    """A named objective: its targets, the candidates it chooses between (None: all), and its default.
+
+    ``default``: the candidate that stands unless another's J is smaller beyond two standard errors
+    (:func:`choose`), the paper's stated constants; None: the plain argmin.
+    """
 
     name: str
     about: str
     targets: tuple[Target, ...]
     among: tuple[str, ...] | None = None
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -236,7 +245,13 @@ def load_candidates(name: str | Path) -> CandidatesFile:
         unknown = [a for a in among or () if a not in names]
         if unknown:
             raise ValueError(f"Candidates file {path}: objective {oname!r}: 'among' names no candidate {unknown}.")
-        objectives.append(Objective(str(oname), str(entry.get("about", "")), tuple(targets), among))
+        default = entry.get("default")
+        if default is not None and (default not in names or (among is not None and default not in among)):
+            raise ValueError(
+                f"Candidates file {path}: objective {oname!r}: 'default' {default!r} is not a candidate it chooses "
+                "between: name one of its 'among' (or of the candidates)."
+            )
+        objectives.append(Objective(str(oname), str(entry.get("about", "")), tuple(targets), among, default))
     shown = read_targets(spec.get("shown"), "shown")
     diagnostics = []
     for raw in spec.get("diagnostics") or []:
@@ -352,14 +367,31 @@ def within_floors(
     return met
 
 
-def choose(values: Mapping[str, float], among: Sequence[str] | None = None) -> str | None:
+def told_apart(first: str, second: str, values: Mapping[str, float], errors: Mapping[str, float]) -> bool:
+    """Whether J tells two candidates apart: more than two standard errors of their difference between them."""
+    return abs(values[first] - values[second]) > 2 * math.hypot(errors[first], errors[second])
+
+
+def choose(
+    values: Mapping[str, float],
+    among: Sequence[str] | None = None,
+    default: str | None = None,
+    errors: Mapping[str, float] | None = None,
+) -> str | None:
     """The argmin of an objective's values over ``among`` (None: all); the first listed on a tie.
 
-    None where no candidate it chooses between has a finite value.
+    With a ``default`` (and the values' standard ``errors``): the default, unless the argmin is
+    told apart from it (:func:`told_apart`). None where no candidate it chooses between has a
+    finite value.
     """
     names = [name for name in values if among is None or name in among]
     finite = [name for name in names if math.isfinite(values[name])]
-    return min(finite, key=lambda name: values[name]) if finite else None
+    if not finite:
+        return None
+    best = min(finite, key=lambda name: values[name])
+    if default in finite and errors is not None and not told_apart(best, default, values, errors):
+        return default
+    return best
 
 
 @dataclass
@@ -390,7 +422,7 @@ class Calibration:
             if name != chosen
             and (among is None or name in among)
             and math.isfinite(values[name])
-            and abs(values[name] - values[chosen]) <= 2 * math.hypot(errors[name], errors[chosen])
+            and not told_apart(name, chosen, values, errors)
         ]
 
 
@@ -469,13 +501,19 @@ def calibrate(
         calibration.errors[objective.name] = {
             name: objective_error(res, objective.targets, paper) for name, res in calibration.results.items()
         }
-        calibration.chosen[objective.name] = choose(values, objective.among)
+        calibration.chosen[objective.name] = choose(
+            values, objective.among, objective.default, calibration.errors[objective.name]
+        )
         face = {
             name: objective_value(at_face_value(res), objective.targets, paper)
             for name, res in calibration.results.items()
         }
+        face_errors = {
+            name: objective_error(at_face_value(res), objective.targets, paper)
+            for name, res in calibration.results.items()
+        }
         calibration.face_values[objective.name] = face
-        calibration.face_chosen[objective.name] = choose(face, objective.among)
+        calibration.face_chosen[objective.name] = choose(face, objective.among, objective.default, face_errors)
         chosen = calibration.chosen[objective.name]
         if floors and chosen is not None:
             met = within_floors(calibration.results[chosen], objective.targets, paper, floors)
@@ -632,6 +670,8 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
                 "among": None if o.among is None else list(o.among),
                 "values": {k: (v if math.isfinite(v) else None) for k, v in calibration.values[o.name].items()},
                 "errors": {k: (v if math.isfinite(v) else None) for k, v in calibration.errors[o.name].items()},
+                "default": o.default,
+                "argmin": choose(calibration.values[o.name], o.among),
                 "chosen": calibration.chosen[o.name],
                 "tied": calibration.tied(o.name, o.among),
                 "within_floors": list(calibration.met[o.name]) if o.name in calibration.met else None,
@@ -670,7 +710,14 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
         if objective.name in calibration.met:
             met, total = calibration.met[objective.name]
             apart += f" It meets {met} of the {total} numbers within the paper's floors."
-        lines.append(f"- **{objective.name}**: {objective.about} Chosen: {calibration.chosen[objective.name]}.{apart}")
+        chosen = calibration.chosen[objective.name]
+        smallest = choose(calibration.values[objective.name], objective.among)
+        if objective.default is not None and chosen == objective.default and smallest != chosen:
+            chosen += (
+                f", the objective's default (the paper's stated constants), which J does not tell apart from the "
+                f"smallest, {smallest}'s"
+            )
+        lines.append(f"- **{objective.name}**: {objective.about} Chosen: {chosen}.{apart}")
     lines.append("")
     lines += [f"- *{c.name}*: {c.about}" for c in spec.candidates]
     (out / "calibration.md").write_text("\n".join(lines) + "\n")

@@ -555,19 +555,36 @@ def spread_at_ceiling(values: list[float] | None, bound: float, ceiling: float =
 OWN_PROCESS = "(the experiment's own)"
 
 
-def by_construction(rules: dict, setting: str, method: str, column: str, process: str | None = None) -> str | None:
-    """The judgement file's one-line why for a cell whose value follows from featlearn's own process, or None.
+def for_process(entries: list[dict] | None, process: str | None) -> list[dict]:
+    """The judgement file's entries that hold under an item's process.
 
     An entry with ``processes`` (fnmatch patterns) holds only where the item's process matches one:
     the calibrated candidate it runs at (``process``), or :data:`OWN_PROCESS` for an item that runs
-    its configs as shipped. A cosine that one process fixes by construction is a measurement under another.
+    its configs as shipped; an entry without holds under every process.
     """
-    applicable = [
+    return [
         entry
-        for entry in rules.get("by_construction") or []
+        for entry in entries or []
         if "processes" not in entry or any(fnmatchcase(process or OWN_PROCESS, p) for p in entry["processes"])
     ]
-    entry = first_match(applicable, setting, method, column)
+
+
+def item_rules(rules: dict, process: str | None) -> dict:
+    """The judgement file as it applies to an item run at ``process``: its reasons filtered by their ``processes``.
+
+    A reason written from one process's measurements (the Network's threshold on the count s under
+    the kept initialisation, say) explains nothing of a run under another.
+    """
+    return {**rules, "reasons": for_process(rules.get("reasons"), process)}
+
+
+def by_construction(rules: dict, setting: str, method: str, column: str, process: str | None = None) -> str | None:
+    """The judgement file's one-line why for a cell whose value follows from featlearn's own process, or None.
+
+    Only the entries that hold under the item's ``process`` (:func:`for_process`): a cosine that one
+    process fixes by construction is a measurement under another.
+    """
+    entry = first_match(for_process(rules.get("by_construction"), process), setting, method, column)
     return None if entry is None else str(entry["why"]).strip()
 
 
@@ -832,7 +849,7 @@ def relation_undecided(
 ) -> str | None:
     """Why a claim between accuracies cannot be decided by its measurements, or None.
 
-    Five cases:
+    Six cases:
 
     * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
       its trivial rate: it does not fit the task, so its spread says nothing of its stability;
@@ -841,6 +858,10 @@ def relation_undecided(
     * a bound on the spread of a method whose mean is not the paper's (``paper_value``, the
       paper's value of that method and metric, more than the floor away): the paper's spread
       is of its own fit, and a spread of another fit cannot confirm or refute it;
+    * an upper bound on a method's accuracy ("X fails": below a fixed value) where featlearn's
+      run of X sits within the floor of its trivial rate or some of its seeds degenerated: a
+      constant predictor passes the same bound, so the ✓ would say featlearn's run failed, not
+      that the method does;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
     * two methods compared on sets whose trivial rates differ by more than the floor (a task
@@ -880,7 +901,21 @@ def relation_undecided(
                 )
         return None
     if right is None:
-        return None
+        if claim["relation"] != "<":
+            return None
+        mean, _, _, trivial, failed = fit_summary(values, left["metric"])
+        if failed:
+            why = f"{failed} of featlearn's {len(values['degenerate'])} seeds of {left['method']} degenerated"
+        elif mean is not None and trivial is not None and abs(mean - trivial) <= floor:
+            why = (
+                f"featlearn's {left['method']} sits within the floor of its trivial rate "
+                f"({mean:.1f}% against {trivial:.1f}%)"
+            )
+        else:
+            return None
+        return (
+            f"{why}: a constant predictor passes the same bound, so it cannot tell the method failing from a failed fit"
+        )
     if right["method"].startswith(TRIVIAL_ROW):
         evidence = trivial_evidence(values, left["metric"], rules)
         if evidence.get("fits_training_set") is False:
@@ -1038,6 +1073,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
     for item in plan.items:
         outcome = outcomes[item.id]
         process = (outcome.get("constants") or {}).get("candidate")  # None: the item's configs as shipped
+        rules_here = item_rules(rules, process)
         paper_methods = [m for (setting, m) in numbers if setting == item.setting]
         results = dict(outcome.get("results") or {})
         if item.kind == "compare":
@@ -1075,7 +1111,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         column,
                         item.setting or "",
                         method,
-                        rules,
+                        rules_here,
                         relation,
                         **trivial_evidence(values, column, rules, row.get("train")),
                         inconclusive=(
@@ -1210,7 +1246,8 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
                 else None
             )
             judged = judge(
-                paper, values, left["metric"], item.setting or "", cell.method, rules, claim["relation"],
+                paper, values, left["metric"], item.setting or "", cell.method,
+                item_rules(rules, (outcome.get("constants") or {}).get("candidate")), claim["relation"],
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
                 inconclusive_category=WEAKER_RIVAL if weaker else (PROXY if listed else "inconclusive"),
                 paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,

@@ -372,15 +372,16 @@ def check_rule_entries(rules: dict, where: str) -> None:
                     f"{where}: {name}[{index}] names the method {entry['method']!r}: a relation's cells are "
                     f"'relation: <its words>' now; write 'relation: ' for 'claim: '."
                 )
-    for index, entry in enumerate(rules.get("by_construction") or []):
-        processes = (entry or {}).get("processes")
-        if processes is not None and not (
-            isinstance(processes, list) and processes and all(isinstance(p, str) for p in processes)
-        ):
-            raise ValueError(
-                f"{where}: by_construction[{index}] has processes {processes!r}: give a list of candidate-name "
-                "patterns, e.g. [\"erasing*\", \"(the experiment's own)\"], or leave it out (every process)."
-            )
+    for name in ("by_construction", "reasons"):  # entries that hold under some processes only
+        for index, entry in enumerate(rules.get(name) or []):
+            processes = (entry or {}).get("processes")
+            if processes is not None and not (
+                isinstance(processes, list) and processes and all(isinstance(p, str) for p in processes)
+            ):
+                raise ValueError(
+                    f"{where}: {name}[{index}] has processes {processes!r}: give a list of candidate-name "
+                    "patterns, e.g. [\"erasing*\", \"(the experiment's own)\"], or leave it out (every process)."
+                )
     for key in ("diagnostic_methods", "features_frozen_before_fit"):  # lists of method patterns
         patterns = rules.get(key)
         if patterns is not None and not (isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)):

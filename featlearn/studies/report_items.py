@@ -403,6 +403,7 @@ class CalibrationItem:
             "status": "run",
             "results": {},
             "chosen": dict(calibration.chosen),
+            "defaults": {o.name: o.default for o in objectives},
             "met": dict(calibration.met),
             "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
             "at_face_value": dict(calibration.face_chosen),

@@ -18,6 +18,7 @@ import base64
 import csv
 import html
 import json
+import math
 import re
 from dataclasses import asdict
 from pathlib import Path
@@ -357,11 +358,22 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         errors = (outcome.get("errors") or {}).get(objective) or {}
         face_values = (outcome.get("face_values") or {}).get(objective) or {}
 
-        text = (
-            f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose "
-            f"{scored(chosen, values, errors)} by the objective *{objective}*, and every item marked predicted "
-            "runs at it."
-        )
+        smallest = min([chosen, *tied], key=lambda name: values.get(name, math.inf))
+        if smallest != chosen and chosen == (outcome.get("defaults") or {}).get(objective):
+            text = (
+                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) kept the "
+                f"paper's stated constants, {scored(chosen, values, errors)}, by the objective *{objective}*: the "
+                f"smallest J, {scored(smallest, values, errors)}'s, lies within two standard errors of theirs, and "
+                "featlearn leaves the paper's constants only where the table prefers another beyond that. Every "
+                "item marked predicted runs at them."
+            )
+            tied = [name for name in tied if name != smallest]
+        else:
+            text = (
+                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose "
+                f"{scored(chosen, values, errors)} by the objective *{objective}*, and every item marked predicted "
+                "runs at it."
+            )
         if tied:
             others = ", ".join(scored(n, values, errors) for n in tied)
             text += f" The objective does not tell it apart from {others} (within two standard errors of J)."
@@ -560,6 +572,8 @@ def calibration_conclusion(outcome: dict) -> str:
     sentences = []
     for objective, name in (outcome.get("chosen") or {}).items():
         sentence = f"*{objective}* chose *{name}*"
+        if name == (outcome.get("defaults") or {}).get(objective):
+            sentence += ", its default (the paper's stated constants)"
         if objective in met:
             within, total = met[objective]
             sentence += f", which meets {within} of its {total} numbers within the floors"

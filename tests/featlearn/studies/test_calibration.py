@@ -16,6 +16,7 @@ from featlearn.studies.calibration import (
     calibrate,
     calibrate_command,
     choose,
+    told_apart,
     load_candidates,
     objective_error,
     objective_value,
@@ -90,6 +91,19 @@ def test_choose_keeps_the_first_on_a_tie_and_only_looks_among_its_candidates():
     assert choose(values, []) is None  # an objective left with none of its candidates chooses nothing
 
 
+def test_a_default_stands_unless_the_table_prefers_another_beyond_two_standard_errors():
+    """The paper's stated constants are left only where J tells the argmin from them."""
+    values = {"paper's": 0.154, "kept": 0.126, "far": 0.01}
+    errors = {"paper's": 0.033, "kept": 0.001, "far": 0.001}
+    # 0.028 <= 2 sqrt(0.033^2 + 0.001^2) = 0.066: not told apart, so the default stands
+    assert not told_apart("kept", "paper's", values, errors)
+    assert choose(values, ["paper's", "kept"], "paper's", errors) == "paper's"
+    assert choose(values, ["paper's", "kept"]) == "kept"  # no default: the plain argmin
+    # 0.144 > 0.066: the table prefers "far", which is chosen over the default
+    assert choose(values, None, "paper's", errors) == "far"
+    assert choose({"paper's": math.inf, "kept": 0.1}, None, "paper's", {"paper's": math.inf, "kept": 0.0}) == "kept"
+
+
 def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table():
     spec = load_candidates("calibration/shi_table1")
     names = [c.name for c in spec.candidates]
@@ -115,6 +129,7 @@ def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table
         assert (candidate.name in table_1.among) == (plain and candidate.tuned), candidate.name
     assert [c.name for c in spec.candidates if not c.tuned] == ["eq. (278) one eta"]
     assert [c.name for c in spec.candidates if c.tune] == ["erasing, tuned pair", "kept, eta1 = 15, tuned pair"]
+    assert table_1.default == "erasing (shipped)"  # the analysis's constants (Section 5.1), unless Table 1 prefers
     cosine = objectives["One Step cosine"]
     assert [t.label for t in cosine.targets] == ["One Step: cos_similarity"]
     assert cosine.among and all(name.startswith("kept") for name in cosine.among)
@@ -195,6 +210,10 @@ def test_bad_step_values_are_refused_with_the_candidate_named(tmp_path, at_steps
         (
             {"objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}], "among": ["zz"]}}},
             "'among' names no candidate",
+        ),
+        (
+            {"objectives": {"o": {"targets": [{"method": "Network", "metric": "train_acc"}], "default": "zz"}}},
+            "objective 'o': 'default' 'zz' is not a candidate it chooses between",
         ),
         ({"diagnostics": [{"method": "Network", "metric": "count_acc_*"}]}, "needs 'method', 'metric' and 'label'"),
         (

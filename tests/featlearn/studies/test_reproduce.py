@@ -422,6 +422,26 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert spread["steady"].verdict == "differs"
     rules["relations"].pop()
     rules["relations"].pop()
+    # "X fails" (below a fixed value) passed by a constant predictor says nothing of the method: undecided
+    # when featlearn's X sits at its trivial rate or some of its seeds degenerated; a fit clear of it is judged.
+    fails = {"item": "R", "claim": "the NTK fails", "source": "s", "relation": "<", "value": 97.0,
+             "left": {"method": "NTK", "metric": "test"}}  # fmt: skip
+    rules["relations"].append(fails)
+    at_chance = {**results, "NTK": {"test_acc": [50.0, 51.0], "test_majority": [50.0, 50.2]}}
+    degenerate = {**results, "NTK": {**results["NTK"], "test_majority": [50.0, 50.0], "degenerate": [False, True]}}
+    learned = {**results, "NTK": {**results["NTK"], "test_majority": [50.0, 50.0]}}
+    verdicts = {
+        name: relations_by_words(plan, {"R": {"status": "run", "results": runs}}, rules)["the NTK fails"]
+        for name, runs in (("chance", at_chance), ("degenerate", degenerate), ("learned", learned))
+    }
+    assert verdicts["chance"].verdict == "cannot decide"
+    assert "within the floor of its trivial rate (50.5% against 50.1%): a constant predictor passes" in (
+        verdicts["chance"].reason
+    )
+    assert verdicts["degenerate"].verdict == "cannot decide"
+    assert "1 of featlearn's 2 seeds of NTK degenerated" in verdicts["degenerate"].reason
+    assert verdicts["learned"].verdict == "reproduced"  # 84.5, clear of 50: the method itself falls short
+    rules["relations"].pop()
     # A claim across two items reads the right side in the other item, and is not run without it.
     across = {"item": "R", "claim": "above the other's", "source": "s", "relation": ">",
               "left": {"method": "Network", "metric": "test"}, "right": {"item": "Q", "method": "NTK"}}  # fmt: skip
@@ -578,11 +598,15 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     kept = next(c for c in spec.candidates if c.name == "kept, eta1 = 15")
     record = tmp_path / "items" / calibration.slug / "calibration.json"
     record.parent.mkdir(parents=True)
+    cosine = next(c for c in spec.candidates if c.name == "kept, eta1 = 18")
     summary = {
         "setting": spec.setting,
-        "objectives": {"Table 1": {"chosen": kept.name}},
+        "objectives": {"Table 1": {"chosen": kept.name}, "One Step cosine": {"chosen": cosine.name}},
         # JSON turns the steps into strings.
-        "candidates": {kept.name: {"overlay": kept.overlay, "at_steps": {str(s): v for s, v in kept.at_steps.items()}}},
+        "candidates": {
+            c.name: {"overlay": c.overlay, "at_steps": {str(s): v for s, v in c.at_steps.items()}}
+            for c in (kept, cosine)
+        },
     }
     record.write_text(json.dumps(summary))
     constants = module.calibrated_constants(item, plan, tmp_path)
@@ -593,8 +617,9 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     assert fitted["calibrated"] is True and ["One Step", "cos"] in fitted["targets"]
     assert ["Network", "test"] in fitted["targets"] and len(fitted["targets"]) == 12  # val_acc stood for test
     # A diagnostic on Table 1's own configs and sizes, under another setting name, runs on that table too.
-    (readout,) = [i for i in plan.items if i.id == "E.1.1 readout"]
-    assert module.calibrated_constants(readout, plan, tmp_path)["calibrated"] is True
+    (readout,) = [i for i in plan.items if i.id == "E.1.1 readout"]  # the kept family's own eta^(1), on Table 1
+    read = module.calibrated_constants(readout, plan, tmp_path)
+    assert read["calibrated"] is True and read["candidate"] == cosine.name
     (m300,) = [i for i in plan.items if i.id == "E.2.3 n=10000 m=300"]  # shi_parity, on 10000 samples: another table
     assert module.calibrated_constants(m300, plan, tmp_path)["calibrated"] is False
     # A folder filled before the file changed (the candidate a whole-schedule overlay then) is not applied silently.
@@ -979,6 +1004,27 @@ def test_a_cell_given_by_construction_under_some_processes_is_a_measurement_unde
         check_rule_entries({"by_construction": [{**erasing, "processes": "erasing"}]}, "x.yaml")
 
 
+def test_a_reason_written_under_one_process_explains_nothing_of_a_run_under_another():
+    item = Item(id="R", title="R", configs=[], setting="S")
+    plan = Plan("p", "t", {}, [item], "")
+    kept_only = {"setting": "*", "method": "Network", "metric": "train", "category": "a featlearn limitation",
+                 "reason": "the kept process thresholds the count s.", "processes": ["kept*"]}  # fmt: skip
+    rules = {"tolerances": {"train": {"absolute": 3.0, "std_multiple": 2.0}}, "reasons": [kept_only]}
+    results = {"Network": {"train_acc": [84.4, 84.5], "train_majority": [50.0, 50.0]}}
+    numbers = {("S", "Network"): {"train": 100.0}}
+
+    def train_cell(process):
+        outcome = {"status": "run", "results": results, "constants": {"candidate": process}}
+        return next(c for c in collect_cells(plan, {"R": outcome}, numbers, rules) if c.metric == "train")
+
+    assert train_cell("kept, eta1 = 15").reason == "the kept process thresholds the count s."
+    under_erasing = train_cell("erasing (shipped)")
+    assert under_erasing.verdict == "differs" and "thresholds" not in under_erasing.reason
+    assert under_erasing.category == "unexplained"  # said as such, not with another process's cause
+    with pytest.raises(ValueError, match=r"reasons\[0\] has processes 'kept': give a list"):
+        check_rule_entries({"reasons": [{**kept_only, "processes": "kept"}]}, "x.yaml")
+
+
 def test_a_cell_given_by_construction_has_its_own_verdict_and_a_cosine_of_an_unfitted_network_is_inconclusive():
     made = {"setting": "*", "method": "One Step", "metric": "cos", "why": "step 1 erases the initialisation."}
     rules = {"tolerances": {"train": {"absolute": 3.0}, "cos": {"absolute": 0.05}}, "by_construction": [made]}
@@ -1145,6 +1191,21 @@ def test_the_first_screen_says_what_the_calibration_did_not_tell_its_choice_from
     assert "chose *kept* (J 0.126 ± 0.001)" in line and "from *erasing* (J 0.154 ± 0.033)" in line
     assert "choose *erasing* (J 0.104), against *kept* (J 0.126): the choice owes itself to the rule" in line
     assert calibration_caveats(plan, {"C": {"status": "not run"}}) == []
+    # The paper's stated constants kept on a tie (the objective's default): the smaller J is named as not preferred.
+    kept_default = {
+        **scored,
+        "chosen": {"Table 1": "erasing"},
+        "defaults": {"Table 1": "erasing"},
+        "tied": {"Table 1": ["kept", "kept 18"]},
+        "at_face_value": {"Table 1": "erasing"},
+    }
+    kept_default["values"] = {"Table 1": {**scored["values"]["Table 1"], "kept 18": 0.13}}
+    kept_default["errors"] = {"Table 1": {**scored["errors"]["Table 1"], "kept 18": 0.002}}
+    (line,) = calibration_caveats(plan, {"C": kept_default})
+    assert "kept the paper's stated constants, *erasing* (J 0.154 ± 0.033)" in line
+    assert "the smallest J, *kept* (J 0.126 ± 0.001)'s, lies within two standard errors" in line
+    assert "does not tell it apart from *kept 18* (J 0.130 ± 0.002)" in line and "face value" not in line
+    assert "chose *erasing*, its default (the paper's stated constants)" in calibration_conclusion(kept_default)
 
 
 def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers_claims(tmp_path):
@@ -1164,3 +1225,4 @@ def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers
     assert readout and all(c.diagnostic and c.verdict == "differs" for c in readout)
     counted = [c for c in claims if not c.diagnostic]
     assert not any(cell.method == "Two Step (SGD readout)" for claim in counted for cell in claim.cells)
+
