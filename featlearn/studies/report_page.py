@@ -218,7 +218,8 @@ def write_report(
     invocations = wall.get("invocations", [wall])
     md += [
         "",
-        f"Time: {wall['training_seconds'] / 60:.1f} min of training (every trial, tuning included), "
+        f"Time: {wall['training_seconds'] / 60:.1f} min of training (every trial, tuning included, a reused one at the "
+        "time it took when it ran), "
         f"{sum(r['wall_seconds'] for r in invocations) / 60:.1f} min of wall time over {len(invocations)} "
         f"invocation(s), peak resident memory {max(r['peak_rss_gib'] for r in invocations):.2f} GiB, on "
         f"{wall['machine']} (each invocation in `results.json`).",
