@@ -599,20 +599,37 @@ def trial_seconds(folder: Path) -> float:
 
 
 # ---------------------------------------------------------------------- figures
+#: A compare folder's record of the curves its report read (:func:`logged_curves`):
+#: ``{"<run>/<tag>": [steps, values]}``, None for a tag the run did not log.
+CURVES_FILE = "curves.json"
+
+
 def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
-    """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out."""
+    """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out.
+
+    Every curve read is recorded in ``folder/curves.json``, and read from there where the run's
+    events are absent: a committed report keeps its runs' results and that record, not their
+    events (megabytes a run), and still regenerates its figures and step counts on a fresh clone.
+    """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    curves = {}
+    record_path = folder / CURVES_FILE
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    curves, read = {}, False
     for method in methods:
-        run = folder / "tensorboard" / re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
-        if not run.is_dir():
-            continue
-        events = EventAccumulator(str(run), size_guidance={"scalars": 0})
-        events.Reload()
-        if tag in events.Tags().get("scalars", []):
-            points = events.Scalars(tag)
-            curves[method] = ([p.step for p in points], [p.value for p in points])
+        slug = re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
+        run, key = folder / "tensorboard" / slug, f"{slug}/{tag}"
+        if run.is_dir() and any(run.glob("events.out.tfevents.*")):
+            events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+            events.Reload()
+            points = events.Scalars(tag) if tag in events.Tags().get("scalars", []) else None
+            record[key] = None if points is None else [[p.step for p in points], [p.value for p in points]]
+            read = True
+        if record.get(key) is not None:
+            steps, values = record[key]
+            curves[method] = (list(steps), list(values))
+    if read:
+        record_path.write_text(json.dumps(dict(sorted(record.items()))) + "\n")
     return curves
 
 

@@ -16,11 +16,11 @@ from featlearn.studies.calibration import (
     calibrate,
     calibrate_command,
     choose,
-    told_apart,
     load_candidates,
     objective_error,
     objective_value,
     seed_errors,
+    told_apart,
     within_floors,
 )
 from featlearn.studies.methods import StepValues, load_methods, method_config

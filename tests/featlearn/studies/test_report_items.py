@@ -1,9 +1,12 @@
 """The report items' measurements read from a compare folder's TensorBoard events."""
 
+import json
+import shutil
+
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from featlearn.studies.report_items import loss_curves, steps_to_accuracy, with_worst_count
+from featlearn.studies.report_items import CURVES_FILE, logged_curves, loss_curves, steps_to_accuracy, with_worst_count
 
 
 def write_curve(folder, method, tag, points):
@@ -60,3 +63,18 @@ def test_the_worst_count_is_each_members_lowest_accuracy_over_the_counts_it_hold
     metrics["count_acc_2"] = [nan, 99.5]
     assert with_worst_count(metrics)["count_acc_min"] == [0.0, 97.0]  # a count a member's test set lacks is left out
     assert "count_acc_min" not in with_worst_count({"test_acc": [84.4]})  # no CountAccuracy: no column
+
+
+def test_the_curves_a_report_reads_are_recorded_and_read_back_where_the_events_are_gone(tmp_path):
+    """A committed report keeps its runs' curves, not their events, and regenerates the same figures."""
+    write_curve(tmp_path, "network", "heldout/test_acc", [(0, 0.5), (3, 0.95), (10, 0.99)])
+    write_curve(tmp_path, "ntk", "train/loss", [(1, 2.0)])  # logs another tag only
+    read = logged_curves(tmp_path, ["Network", "NTK", "RF"], "heldout/test_acc")
+    assert read == {"Network": ([0, 3, 10], [0.5, pytest.approx(0.95), pytest.approx(0.99)])}
+    record = json.loads((tmp_path / CURVES_FILE).read_text())
+    assert set(record) == {"network/heldout/test_acc", "ntk/heldout/test_acc"}
+    assert record["ntk/heldout/test_acc"] is None  # read, not logged: said once, not looked for again
+    shutil.rmtree(tmp_path / "tensorboard")  # a fresh clone: no events
+    assert logged_curves(tmp_path, ["Network", "NTK", "RF"], "heldout/test_acc") == read  # the very same floats
+    assert steps_to_accuracy(tmp_path, ["Network", "NTK"], 90.0) == {"Network": 3}
+    assert logged_curves(tmp_path, ["Network"], "train/loss") == {}  # never read while the events were there
