@@ -1226,3 +1226,38 @@ def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers
     counted = [c for c in claims if not c.diagnostic]
     assert not any(cell.method == "Two Step (SGD readout)" for claim in counted for cell in claim.cells)
 
+
+#: The committed reports whose runs (``items/``) are committed beside them: their command regenerates them.
+REPORTS_WITH_TRIALS = ("glasgow2023-cpu",)
+
+
+def test_the_committed_reports_commit_their_trials_beside_them():
+    """A committed report judged with claims holds its items' trials: each trial's config and result."""
+    reproduction = Path(__file__).parents[3] / "docs" / "reproduction"
+    assert {folder.name for folder in committed_reports_with_claims()} >= set(REPORTS_WITH_TRIALS)
+    for name in REPORTS_WITH_TRIALS:
+        plan = load_plan(json.loads((reproduction / name / "plan.json").read_text())["paper"])
+        for item in plan.items:
+            results = list((reproduction / name / "items" / item.slug).glob("**/result.json"))
+            assert results, f"{name}: no trial of {item.id} is committed"
+            assert all((result.parent / "config.yaml").is_file() for result in results)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REPORTS_WITH_TRIALS)
+def test_a_committed_report_regenerates_from_its_committed_trials_without_training(tmp_path, name):
+    """The regenerate command on a fresh clone reuses every committed trial and writes the same cells."""
+    committed = Path(__file__).parents[3] / "docs" / "reproduction" / name
+    out = tmp_path / name
+    # What a clone holds: not the runs' TensorBoard events (.gitignore), which the report read into curves.json.
+    shutil.copytree(committed, out, ignore=shutil.ignore_patterns("events.out.tfevents.*", "*.lock"))
+    summary = json.loads((committed / "results.json").read_text())["summary"]
+
+    def no_training(args: list[str], run: bool = True):
+        assert not run, f"a committed trial ran again: {args}"
+        return build_cli(args, run=False)
+
+    reproduce(summary["paper"], out, scale=summary["scale"], build=no_training)
+    assert (out / "results.csv").read_text() == (committed / "results.csv").read_text()
+    figures = sorted(path.name for path in (committed / "figures").iterdir())
+    assert sorted(path.name for path in (out / "figures").iterdir()) == figures  # every figure drawn again
