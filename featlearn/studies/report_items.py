@@ -135,6 +135,7 @@ class ComparisonTable:
         comparison = run_compare(item, plan, args, configs, folder, build)
         if isinstance(comparison, tuple):
             return {"status": comparison[0], "why": comparison[1]}
+        record_curves(folder, list(comparison.results))  # before a killed report could leave them unread
         results = {method: with_worst_count(metrics) for method, metrics in comparison.results.items()}
         # The cosine's trivial value: each method's logged max cos at step 0, the random initialisation's.
         for method, (steps, values) in logged_curves(folder, list(results), "align/max_cos").items():
@@ -604,6 +605,22 @@ def trial_seconds(folder: Path) -> float:
 CURVES_FILE = "curves.json"
 
 
+def read_curves(run: Path, tags) -> dict[str, list | None] | None:
+    """``{tag: [steps, values]}`` of one run's TensorBoard events (None for a tag it did not log); None: no events."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    if not (run.is_dir() and any(run.glob("events.out.tfevents.*"))):
+        return None
+    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    events.Reload()
+    logged = set(events.Tags().get("scalars", []))
+    curves = {}
+    for tag in tags:
+        points = events.Scalars(tag) if tag in logged else None
+        curves[tag] = None if points is None else [[p.step for p in points], [p.value for p in points]]
+    return curves
+
+
 def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
     """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out.
 
@@ -611,26 +628,35 @@ def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple
     events are absent: a committed report keeps its runs' results and that record, not their
     events (megabytes a run), and still regenerates its figures and step counts on a fresh clone.
     """
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     record_path = folder / CURVES_FILE
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     curves, read = {}, False
     for method in methods:
-        slug = re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_")
-        run, key = folder / "tensorboard" / slug, f"{slug}/{tag}"
-        if run.is_dir() and any(run.glob("events.out.tfevents.*")):
-            events = EventAccumulator(str(run), size_guidance={"scalars": 0})
-            events.Reload()
-            points = events.Scalars(tag) if tag in events.Tags().get("scalars", []) else None
-            record[key] = None if points is None else [[p.step for p in points], [p.value for p in points]]
-            read = True
+        key = f"{Method(method).slug}/{tag}"
+        logged = read_curves(folder / "tensorboard" / Method(method).slug, [tag])
+        if logged is not None:
+            record[key], read = logged[tag], True
         if record.get(key) is not None:
             steps, values = record[key]
             curves[method] = (list(steps), list(values))
     if read:
         record_path.write_text(json.dumps(dict(sorted(record.items()))) + "\n")
     return curves
+
+
+def record_curves(folder: Path, methods: list[str]) -> None:
+    """Record every curve a report may read of ``methods``' runs (:data:`REPORT_CURVES`) in ``folder/curves.json``.
+
+    Each run's events are read once, as soon as its item has run, so a report filled across
+    machines has the curves of every finished item although only its results and this record
+    travel with it.
+    """
+    record_path = folder / CURVES_FILE
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    for method in methods:
+        logged = read_curves(folder / "tensorboard" / Method(method).slug, REPORT_CURVES)
+        record.update({f"{Method(method).slug}/{tag}": curve for tag, curve in (logged or {}).items()})
+    record_path.write_text(json.dumps(dict(sorted(record.items()))) + "\n")
 
 
 def steps_to_accuracy(folder: Path, methods: list[str], accuracy: float) -> dict[str, int | None]:
@@ -751,6 +777,20 @@ PHASE_CURVES = (
     ("phase/gamma_min", "gamma_min (weakest cluster's margin)", False),
     ("phase/heavy_w_sig_mean", "mean ||w_sig|| on the heavy set S (log)", True),
     ("phase/outside_mass_frac", "share of sum ||w||^2 outside S", False),
+)
+
+
+#: Every tag a report's measurements and figures read from a compare's runs (:func:`record_curves`).
+REPORT_CURVES = (
+    "align/max_cos",
+    "heldout/test_acc",
+    "heldout/test_acc_min",
+    "trainset/train_acc",
+    "train/loss",
+    "parts/original",
+    "parts/injected",
+    *(tag for tag, _, _ in PHASE_CURVES),
+    *(tag for tag, _, _ in PARITY_CURVES),
 )
 
 

@@ -6,7 +6,14 @@ import shutil
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from featlearn.studies.report_items import CURVES_FILE, logged_curves, loss_curves, steps_to_accuracy, with_worst_count
+from featlearn.studies.report_items import (
+    CURVES_FILE,
+    logged_curves,
+    loss_curves,
+    record_curves,
+    steps_to_accuracy,
+    with_worst_count,
+)
 
 
 def write_curve(folder, method, tag, points):
@@ -78,3 +85,16 @@ def test_the_curves_a_report_reads_are_recorded_and_read_back_where_the_events_a
     assert logged_curves(tmp_path, ["Network", "NTK", "RF"], "heldout/test_acc") == read  # the very same floats
     assert steps_to_accuracy(tmp_path, ["Network", "NTK"], 90.0) == {"Network": 3}
     assert logged_curves(tmp_path, ["Network"], "train/loss") == {}  # never read while the events were there
+
+
+def test_an_items_curves_are_recorded_as_soon_as_it_has_run(tmp_path):
+    """A report killed before it drew its figures still leaves each finished item's curves with its results."""
+    write_curve(tmp_path, "network", "heldout/test_acc", [(0, 0.5), (600, 1.0)])
+    write_curve(tmp_path, "network", "counts/acc_0", [(600, 1.0)])  # featlearn's own reading: not drawn
+    record_curves(tmp_path, ["Network", "NTK"])  # NTK's run wrote no events
+    record = json.loads((tmp_path / CURVES_FILE).read_text())
+    assert record["network/heldout/test_acc"] == [[0, 600], [0.5, 1.0]]
+    assert record["network/train/loss"] is None and not any(key.startswith("ntk/") for key in record)
+    assert "network/counts/acc_0" not in record
+    shutil.rmtree(tmp_path / "tensorboard")
+    assert logged_curves(tmp_path, ["Network"], "heldout/test_acc") == {"Network": ([0, 600], [0.5, 1.0])}
