@@ -1228,7 +1228,7 @@ def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers
 
 
 #: The committed reports whose runs (``items/``) are committed beside them: their command regenerates them.
-REPORTS_WITH_TRIALS = ("glasgow2023-cpu",)
+REPORTS_WITH_TRIALS = ("glasgow2023-cpu", "barak2022-cpu")
 
 
 def test_the_committed_reports_commit_their_trials_beside_them():
