@@ -100,8 +100,8 @@ class Target:
 class Objective:
     """A named objective: its targets, the candidates it chooses between (None: all), and its default.
 
-    ``default``: the candidate that stands unless another's J is smaller beyond two standard errors
-    (:func:`choose`), the paper's stated constants; None: the plain argmin.
+    ``default``: the candidate that stands unless the argmin's J lies more than two standard errors
+    below its own (:func:`choose`), the paper's stated constants; None: the plain argmin.
     """
 
     name: str

@@ -901,12 +901,14 @@ def relation_undecided(
                 )
         return None
     if right is None:
-        if claim["relation"] != "<":
-            return None
         mean, _, _, trivial, failed = fit_summary(values, left["metric"])
+        bound = claim.get("value")
+        # Only a bound that holds and that a constant predictor (the trivial rate) would pass as well.
+        if claim["relation"] != "<" or None in (mean, trivial, bound) or not trivial < float(bound) or mean >= bound:
+            return None
         if failed:
             why = f"{failed} of featlearn's {len(values['degenerate'])} seeds of {left['method']} degenerated"
-        elif mean is not None and trivial is not None and abs(mean - trivial) <= floor:
+        elif abs(mean - trivial) <= floor:
             why = (
                 f"featlearn's {left['method']} sits within the floor of its trivial rate "
                 f"({mean:.1f}% against {trivial:.1f}%)"

@@ -573,7 +573,7 @@ def calibration_conclusion(outcome: dict) -> str:
     sentences = []
     for objective, name in (outcome.get("chosen") or {}).items():
         sentence = f"*{objective}* chose *{name}*"
-        if name == (outcome.get("defaults") or {}).get(objective):
+        if name is not None and name == (outcome.get("defaults") or {}).get(objective):
             sentence += ", its default (the paper's stated constants)"
         if objective in met:
             within, total = met[objective]

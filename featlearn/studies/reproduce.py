@@ -133,9 +133,16 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     chosen = summary["objectives"][item.constants]["chosen"]
     if chosen is None:
         return {"why": f"the calibration's objective {item.constants!r} chose no candidate (every one unmeasured)."}
-    # The chosen candidate's constants as its file states them now; a record whose constants differ (a
-    # folder filled before the file changed) is refused, not silently applied.
+    # The chosen candidate's constants as its file states them now; a record whose constants or rule of choice
+    # differ (a folder filled before the file changed) is refused, not silently applied.
     spec = load_candidates(calibration.study)
+    objective = next((o for o in spec.objectives if o.name == item.constants), None)
+    if objective is not None and summary["objectives"][item.constants].get("default") != objective.default:
+        return {
+            "why": f"the calibration item {calibration.id!r} chose {chosen!r} under another default than its "
+            f"candidates file ({calibration.study}) names now ({objective.default!r}): rerun the calibration item "
+            f"first (--only {calibration.id!r} --overwrite)."
+        }
     candidate = next((c for c in spec.candidates if c.name == chosen), None)
     recorded = summary["candidates"].get(chosen) or {}
     at_steps = {int(s): v for s, v in (recorded.get("at_steps") or {}).items()}  # JSON's keys are strings
@@ -150,7 +157,6 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     calibrated = item.setting == summary["setting"] or (
         list(item.configs) == list(calibration.configs) and item.scales == calibration.scales
     )
-    objective = next((o for o in spec.objectives if o.name == item.constants), None)
     # On the table the constants were chosen on, the objective's cells were fitted (featlearn's validation
     # accuracy stood for the paper's test accuracy): the judgement marks a match of theirs as the fit it is.
     targets = sorted({(t.method, PAPER_COLUMN.get(t.metric, t.metric)) for t in objective.targets}) if objective else []

@@ -441,6 +441,15 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert verdicts["degenerate"].verdict == "cannot decide"
     assert "1 of featlearn's 2 seeds of NTK degenerated" in verdicts["degenerate"].reason
     assert verdicts["learned"].verdict == "reproduced"  # 84.5, clear of 50: the method itself falls short
+    # A bound the run breaks is refuted whatever its degenerate seeds; one a constant would fail is judged too.
+    breaks = {**results, "NTK": {"test_acc": [99.0, 99.5], "test_majority": [50.0, 50.0], "degenerate": [True, False]}}
+    refuted = relations_by_words(plan, {"R": {"status": "run", "results": breaks}}, rules)["the NTK fails"]
+    assert refuted.verdict == "differs"
+    # 98% one class: a constant predictor scores 98, above the bound, so a run below it is judged as measured.
+    lopsided = {**results, "NTK": {"test_acc": [96.5, 96.5], "test_majority": [98.0, 98.0]}}
+    assert relations_by_words(plan, {"R": {"status": "run", "results": lopsided}}, rules)["the NTK fails"].verdict == (
+        "reproduced"
+    )
     rules["relations"].pop()
     # A claim across two items reads the right side in the other item, and is not run without it.
     across = {"item": "R", "claim": "above the other's", "source": "s", "relation": ">",
@@ -601,7 +610,10 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     cosine = next(c for c in spec.candidates if c.name == "kept, eta1 = 18")
     summary = {
         "setting": spec.setting,
-        "objectives": {"Table 1": {"chosen": kept.name}, "One Step cosine": {"chosen": cosine.name}},
+        "objectives": {
+            "Table 1": {"chosen": kept.name, "default": "erasing (shipped)"},
+            "One Step cosine": {"chosen": cosine.name, "default": None},
+        },
         # JSON turns the steps into strings.
         "candidates": {
             c.name: {"overlay": c.overlay, "at_steps": {str(s): v for s, v in c.at_steps.items()}}
@@ -622,6 +634,11 @@ def test_constants_come_from_the_candidates_file_and_a_record_that_differs_from_
     assert read["calibrated"] is True and read["candidate"] == cosine.name
     (m300,) = [i for i in plan.items if i.id == "E.2.3 n=10000 m=300"]  # shi_parity, on 10000 samples: another table
     assert module.calibrated_constants(m300, plan, tmp_path)["calibrated"] is False
+    # A choice made under another rule (a record from before Table 1 had its default) is not applied silently.
+    summary["objectives"]["Table 1"].pop("default")
+    record.write_text(json.dumps(summary))
+    assert "under another default than its candidates file" in module.calibrated_constants(item, plan, tmp_path)["why"]
+    summary["objectives"]["Table 1"]["default"] = "erasing (shipped)"
     # A folder filled before the file changed (the candidate a whole-schedule overlay then) is not applied silently.
     stale = {"model": {"init_args": {"training": {"lr_w": [{"start": 1, "end": 1, "value": 15.0}]}}}}
     summary["candidates"][kept.name] = {"overlay": stale}
@@ -1023,6 +1040,19 @@ def test_a_reason_written_under_one_process_explains_nothing_of_a_run_under_anot
     assert under_erasing.category == "unexplained"  # said as such, not with another process's cause
     with pytest.raises(ValueError, match=r"reasons\[0\] has processes 'kept': give a list"):
         check_rule_entries({"reasons": [{**kept_only, "processes": "kept"}]}, "x.yaml")
+    # A relation's cell takes its item's process too.
+    beats = {"item": "R", "claim": "beats the NTK", "source": "s", "relation": ">",
+             "left": {"method": "Network", "metric": "train"}, "right": {"method": "NTK"}}  # fmt: skip
+    relation_rules = {**rules, "relations": [beats], "reasons": [{**kept_only, "method": "relation: beats*"}]}
+    ntk = {"train_acc": [90.0, 90.5], "train_majority": [50.0, 50.0]}
+
+    def relation_cell(process):
+        outcome = {"status": "run", "results": {**results, "NTK": ntk}, "constants": {"candidate": process}}
+        return relations_by_words(plan, {"R": outcome}, relation_rules)["beats the NTK"]
+
+    assert relation_cell("kept, eta1 = 15").reason == "the kept process thresholds the count s."
+    assert relation_cell("erasing (shipped)").verdict == "differs"
+    assert "thresholds" not in relation_cell("erasing (shipped)").reason
 
 
 def test_a_cell_given_by_construction_has_its_own_verdict_and_a_cosine_of_an_unfitted_network_is_inconclusive():
@@ -1261,3 +1291,8 @@ def test_a_committed_report_regenerates_from_its_committed_trials_without_traini
     assert (out / "results.csv").read_text() == (committed / "results.csv").read_text()
     figures = sorted(path.name for path in (committed / "figures").iterdir())
     assert sorted(path.name for path in (out / "figures").iterdir()) == figures  # every figure drawn again
+
+    def page(folder: Path) -> list[str]:  # the report but its time line, which counts this invocation too
+        return [line for line in (folder / "report.md").read_text().splitlines() if not line.startswith("Time: ")]
+
+    assert page(out) == page(committed)
