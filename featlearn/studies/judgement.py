@@ -845,11 +845,15 @@ def weaker_rival(
 
 
 def relation_undecided(
-    claim: dict, results: dict[str, dict], rules: dict, paper_value: float | None = None
+    claim: dict,
+    results: dict[str, dict],
+    rules: dict,
+    paper_value: float | None = None,
+    right_results: dict[str, dict] | None = None,
 ) -> str | None:
     """Why a claim between accuracies cannot be decided by its measurements, or None.
 
-    Six cases:
+    Seven cases:
 
     * a bound on the spread over seeds (``statistic: std``) of a method within the floor of
       its trivial rate: it does not fit the task, so its spread says nothing of its stability;
@@ -858,14 +862,18 @@ def relation_undecided(
     * a bound on the spread of a method whose mean is not the paper's (``paper_value``, the
       paper's value of that method and metric, more than the floor away): the paper's spread
       is of its own fit, and a spread of another fit cannot confirm or refute it;
-    * an upper bound on a method's accuracy ("X fails": below a fixed value) where featlearn's
-      run of X sits within the floor of its trivial rate or some of its seeds degenerated: a
-      constant predictor passes the same bound, so the ✓ would say featlearn's run failed, not
-      that the method does;
+    * an upper bound on a method's accuracy ("X fails": below a fixed value) that featlearn's
+      run of X meets while it sits within the floor of its trivial rate or some of its seeds
+      degenerated, the trivial rate itself below the bound: a constant predictor passes the
+      same bound, so the ✓ would say featlearn's run failed, not that the method does;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
+    * a comparison with a method that is a failed fit (degenerate seeds, or at its trivial rate);
     * two methods compared on sets whose trivial rates differ by more than the floor (a task
       with and without its input structure): equal accuracies may be two constant predictors.
+
+    ``right_results``: the results of the item the right side is measured in, where that is
+    another item (default: ``results``).
     """
     left, right = claim["left"], claim.get("right")
     if left["metric"] not in TRIVIAL_SETS:
@@ -928,7 +936,7 @@ def relation_undecided(
                 f"{trivial:.1f}%), so chance on the test set says nothing about generalisation"
             )
         return None
-    theirs_values = results.get(right["method"]) or {}
+    theirs_values = (results if right_results is None else right_results).get(right["method"]) or {}
     their_column = right.get("metric", left["metric"])
     their_mean, _, _, their_trivial, their_failed = fit_summary(theirs_values, their_column)
     at_chance = their_mean is not None and their_trivial is not None and abs(their_mean - their_trivial) <= floor
@@ -943,7 +951,7 @@ def relation_undecided(
             f"{left['method']} with a constant predictor, not with the method"
         )
     mine, _, _ = summarize((results.get(left["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
-    theirs, _, _ = summarize((results.get(right["method"]) or {}).get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
+    theirs, _, _ = summarize(theirs_values.get(f"{TRIVIAL_SETS[left['metric']]}_majority"))
     if mine is not None and theirs is not None and abs(mine - theirs) > floor:
         return (
             f"the two sides are accuracies on sets whose trivial rates differ ({mine:.1f}% against {theirs:.1f}%), "
@@ -1236,7 +1244,13 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             listed = " ".join(str(claim["undecidable"]).split()).rstrip(".") if claim.get("undecidable") else None
             # One whose test a named rival passes as well: a ✓ it would earn rules nothing out (○); a ✗ stays ✗.
             passes = " ".join(str(claim["rival_passes"]).split()).rstrip(".") if claim.get("rival_passes") else None
-            undecided = weaker or listed or relation_undecided(claim, results, rules, paper_row.get(left["metric"]))
+            undecided = (
+                weaker
+                or listed
+                or relation_undecided(
+                    claim, results, rules, paper_row.get(left["metric"]), right_results if "right" in claim else None
+                )
+            )
             # A spread at the ceiling holds by construction, unless the measurement cannot speak to the claim at
             # all (another fit than the paper's, say): one measurement, one verdict, as on every other table.
             built_in = claim.get("by_construction") or (

@@ -461,6 +461,11 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     outcomes = {"R": {"status": "run", "results": results}, "Q": {"status": "run", "results": theirs}}
     crossed = relations_by_words(two, outcomes, rules)["above the other's"]
     assert crossed.paper == 90.5 and crossed.reference == "NTK, Q" and crossed.verdict == "reproduced"
+    # The other side's fit is read in its own item: a failed fit there decides nothing here.
+    failed = {"NTK": {**theirs["NTK"], "test_majority": [50.0, 50.0], "degenerate": [True, False]}}
+    outcomes["Q"] = {"status": "run", "results": failed}
+    crossed = relations_by_words(two, outcomes, rules)["above the other's"]
+    assert crossed.verdict == "cannot decide" and "the other side, NTK, is a failed fit" in crossed.reason
     outcomes["Q"] = {"status": "not run", "why": "no files"}
     crossed = relations_by_words(two, outcomes, rules)["above the other's"]
     assert crossed.verdict == "not run" and crossed.reason == "Q: no files"
