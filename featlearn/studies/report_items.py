@@ -624,16 +624,17 @@ def read_curves(run: Path, tags) -> dict[str, list | None] | None:
 def logged_curves(folder: Path, methods: list[str], tag: str) -> dict[str, tuple[list[int], list[float]]]:
     """Each method's curve of ``tag`` (steps, values) from its run's TensorBoard events; methods without it left out.
 
-    Every curve read is recorded in ``folder/curves.json``, and read from there where the run's
-    events are absent: a committed report keeps its runs' results and that record, not their
-    events (megabytes a run), and still regenerates its figures and step counts on a fresh clone.
+    The curves come from ``folder/curves.json`` (:func:`record_curves` fills it as soon as the item
+    has run), and from the events only where it lacks them, which are then recorded: a committed
+    report keeps its runs' results and that record, not their events (megabytes a run), and still
+    regenerates its figures and step counts on a fresh clone.
     """
     record_path = folder / CURVES_FILE
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     curves, read = {}, False
     for method in methods:
         key = f"{Method(method).slug}/{tag}"
-        logged = read_curves(folder / "tensorboard" / Method(method).slug, [tag])
+        logged = None if key in record else read_curves(folder / "tensorboard" / Method(method).slug, [tag])
         if logged is not None:
             record[key], read = logged[tag], True
         if record.get(key) is not None:
