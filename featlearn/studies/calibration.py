@@ -342,11 +342,14 @@ def objective_value(results: Mapping[str, Mapping], targets: Sequence[Target], p
 
 
 def objective_error(results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping) -> float:
-    """The standard error of J(c) over seeds: sd(J_s) / sqrt(S) (0 for one seed, inf if unmeasured)."""
+    """The standard error of J(c) over seeds: sd(J_s) / sqrt(S) (inf if unmeasured).
+
+    One seed has no spread to estimate it from: nan, and :func:`told_apart` then tells nothing apart.
+    """
     errors = seed_errors(results, targets, paper)
     if errors is None:
         return math.inf
-    return statistics.stdev(errors) / math.sqrt(len(errors)) if len(errors) > 1 else 0.0
+    return statistics.stdev(errors) / math.sqrt(len(errors)) if len(errors) > 1 else math.nan
 
 
 def within_floors(
@@ -368,8 +371,12 @@ def within_floors(
 
 
 def told_apart(first: str, second: str, values: Mapping[str, float], errors: Mapping[str, float]) -> bool:
-    """Whether J tells two candidates apart: more than two standard errors of their difference between them."""
-    return abs(values[first] - values[second]) > 2 * math.hypot(errors[first], errors[second])
+    """Whether J tells two candidates apart: more than two standard errors of their difference between them.
+
+    An unknown error (nan: one seed) or an unmeasured one (inf) tells nothing apart.
+    """
+    spread = math.hypot(errors[first], errors[second])
+    return math.isfinite(spread) and abs(values[first] - values[second]) > 2 * spread
 
 
 def choose(
@@ -594,7 +601,10 @@ def calibration_table(calibration: Calibration, spec: CandidatesFile, paper: Map
         for candidate in spec.candidates:
             value = calibration.values[objective.name][candidate.name]
             error = calibration.errors[objective.name][candidate.name]
-            text = f"{value:.3f} ± {error:.3f}" if math.isfinite(value) else "inf"
+            if not math.isfinite(value):
+                text = "inf"
+            else:
+                text = f"{value:.3f} ± {error:.3f}" if math.isfinite(error) else f"{value:.3f} (one seed: no error)"
             among = objective.among is None or candidate.name in objective.among
             cells.append(
                 f"**{text} (chosen)**"

@@ -409,7 +409,11 @@ class CalibrationItem:
             "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
             "at_face_value": dict(calibration.face_chosen),
             "values": {name: dict(v) for name, v in calibration.values.items()},  # objective -> candidate -> J
-            "errors": {name: dict(v) for name, v in calibration.errors.items()},
+            # objective -> candidate -> J's standard error (None: one seed, or unmeasured)
+            "errors": {
+                name: {c: (e if math.isfinite(e) else None) for c, e in v.items()}
+                for name, v in calibration.errors.items()
+            },
             "face_values": {name: dict(v) for name, v in calibration.face_values.items()},
             "training_seconds": trial_seconds(folder),
             "folder": folder,

@@ -332,7 +332,8 @@ def scored(name: str, values: dict, errors: dict | None = None) -> str:
     """A calibration candidate's name with its J (± its standard error) where recorded."""
     if name not in values:
         return f"*{name}*"
-    spread = f" ± {errors[name]:.3f}" if errors and name in errors else ""
+    error = (errors or {}).get(name)
+    spread = f" ± {error:.3f}" if error is not None and math.isfinite(error) else ""
     return f"*{name}* (J {values[name]:.3f}{spread})"
 
 

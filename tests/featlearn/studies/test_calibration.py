@@ -104,6 +104,19 @@ def test_a_default_stands_unless_the_table_prefers_another_beyond_two_standard_e
     assert choose({"paper's": math.inf, "kept": 0.1}, None, "paper's", {"paper's": math.inf, "kept": 0.0}) == "kept"
 
 
+def test_one_seed_has_no_standard_error_and_tells_no_candidate_from_the_default():
+    """With one seed the spread of J is unknown, not 0: the argmin does not overrule the default on it."""
+    targets = [Target("Network", "train_acc", "Network")]
+    assert math.isnan(objective_error({"Network": {"train_acc": [90.0]}}, targets, PAPER))
+    values = {"paper's": 0.2, "kept": 0.1}
+    errors = {"paper's": math.nan, "kept": math.nan}
+    assert not told_apart("kept", "paper's", values, errors)
+    assert choose(values, None, "paper's", errors) == "paper's"
+    assert choose(values) == "kept"  # no default: the plain argmin, as before
+    calibration = Calibration(out=None, values={"o": values}, errors={"o": errors}, chosen={"o": "paper's"})
+    assert calibration.tied("o") == ["kept"]
+
+
 def test_the_shipped_candidates_file_loads_with_every_target_in_the_papers_table():
     spec = load_candidates("calibration/shi_table1")
     names = [c.name for c in spec.candidates]
@@ -262,6 +275,11 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
                         "targets": [{"method": "Network", "metric": "train_acc"}],
                         "among": ["frozen"],
                     },
+                    "by default": {
+                        "about": "the frozen process stands unless J tells the argmin from it.",
+                        "targets": [{"method": "Network", "metric": "train_acc"}],
+                        "default": "frozen",
+                    },
                 },
                 "diagnostics": [{"method": "Network", "metric": "count_acc_*", "label": "accuracy by count"}],
                 "candidates": {
@@ -294,7 +312,14 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
     values = calibration.values["accuracy"]
     assert calibration.chosen["accuracy"] == min(values, key=values.get)
     assert calibration.chosen["frozen only"] == "frozen"
+    # The default reaches the choice through calibrate: it stands unless J tells the argmin from it.
+    errors = calibration.errors["by default"]
+    argmin = min(values, key=values.get)
+    assert calibration.chosen["by default"] == (argmin if told_apart(argmin, "frozen", values, errors) else "frozen")
     summary = json.loads((out / "calibration.json").read_text())
+    assert summary["objectives"]["by default"]["default"] == "frozen"
+    assert summary["objectives"]["by default"]["chosen"] == calibration.chosen["by default"]
+    assert summary["objectives"]["by default"]["argmin"] == argmin
     assert summary["objectives"]["frozen only"]["among"] == ["frozen"]
     assert summary["candidates"]["moving"]["overlay"] == {"model": {"init_args": {"training": {"lr": 0.5}}}}
     rows = list(csv.DictReader(open(out / "calibration.csv")))
@@ -320,6 +345,9 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
     # A rerun reuses every trial; `only` narrows the candidates and the objectives' choices with them.
     again = calibrate([str(config)], candidates, out, seeds=2, only=["moving"], build=build_cli)
     assert list(again.results) == ["moving"] and again.chosen["frozen only"] is None
+    # One seed: J has no standard error to show, and the table says so rather than "± 0.000".
+    calibrate([str(config)], candidates, tmp_path / "one", seeds=1, only=["moving"], build=build_cli)
+    assert "(one seed: no error)" in (tmp_path / "one" / "calibration.md").read_text()
     with pytest.raises(ValueError, match=r"only names \['nope'\]"):
         calibrate([str(config)], candidates, out, seeds=2, only=["nope"], build=build_cli)
 
