@@ -649,7 +649,14 @@ def mark_calibrated_fits(
             sides = [(cell.method, cell.metric)]
         if cell.verdict != "reproduced" or not all(side in calibrated | chosen_here for side in sides):
             continue
-        if all(side in calibrated for side in sides):
+        if all(side in calibrated for side in sides) and constants.get("default"):
+            reason = (
+                f"calibrated on this cell: the objective {constants.get('objective')!r} kept its default "
+                f"({constants.get('candidate')}) on this table's numbers, this one among them, where it would have "
+                "left it for a candidate that fit them better beyond two standard errors, so a match here is the "
+                "table the choice was made on, not a prediction."
+            )
+        elif all(side in calibrated for side in sides):
             reason = (
                 f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
                 f"open constants ({constants.get('candidate')}) to fit this table's numbers, this one among them, "

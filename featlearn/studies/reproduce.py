@@ -115,8 +115,9 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
     """The constants ``item.constants`` (an objective) chose in the plan's calibration item, read from its output.
 
     Returns:
-        ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated", "targets"}``
-        (``calibrated``: the item runs on the table the constants were chosen on, its setting or its
+        ``{"objective", "candidate", "overlay", "at_steps", "calibration", "calibrated", "targets", "default"}``
+        (``default``: the choice is the objective's default, kept because J told no candidate from it;
+        ``calibrated``: the item runs on the table the constants were chosen on, its setting or its
         configs and sizes the calibration's; ``targets``: there,
         the objective's ``[method, column]`` cells, which the constants were chosen to fit), or
         ``{"why": ...}`` where the calibration has not run or chose nothing.
@@ -168,6 +169,7 @@ def calibrated_constants(item: Item, plan: Plan, out: Path) -> dict:
         "calibration": calibration.id,
         "calibrated": calibrated,
         "targets": [list(t) for t in targets] if calibrated else [],
+        "default": objective is not None and chosen == objective.default,  # kept on a tie, not fitted
     }
 
 

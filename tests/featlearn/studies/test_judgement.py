@@ -446,6 +446,10 @@ def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction
     assert (fitted.verdict, fitted.rules_out) == ("by construction", None)
     assert "calibrated on this cell: the objective 'Table 1' chose" in fitted.reason
     assert [c.verdict for c in (missed, other, predicted)] == ["differs", "reproduced", "reproduced"]
+    # A default the objective kept on a tie is no fit, but the table still chose it: ≡, said as what it is.
+    kept = Cell("E.1.1", "T1", "One Step", "cos", verdict="reproduced")
+    mark_calibrated_fits([kept], {"E.1.1": {"constants": {**constants, "default": True}}})
+    assert kept.verdict == "by construction" and "kept its default (kept) on this table's numbers" in kept.reason
 
 
 def test_a_match_of_a_cell_a_process_choice_was_made_on_its_own_table_to_get_holds_by_construction():
