@@ -313,9 +313,9 @@ def test_calibrate_tunes_the_methods_grids_as_items_do_and_chooses_by_the_object
     assert calibration.chosen["accuracy"] == min(values, key=values.get)
     assert calibration.chosen["frozen only"] == "frozen"
     # The default reaches the choice through calibrate: it stands unless J tells the argmin from it.
-    errors = calibration.errors["by default"]
-    argmin = min(values, key=values.get)
-    assert calibration.chosen["by default"] == (argmin if told_apart(argmin, "frozen", values, errors) else "frozen")
+    scored, errors = calibration.values["by default"], calibration.errors["by default"]
+    argmin = min(scored, key=scored.get)
+    assert calibration.chosen["by default"] == (argmin if told_apart(argmin, "frozen", scored, errors) else "frozen")
     summary = json.loads((out / "calibration.json").read_text())
     assert summary["objectives"]["by default"]["default"] == "frozen"
     assert summary["objectives"]["by default"]["chosen"] == calibration.chosen["by default"]
