@@ -18,7 +18,7 @@ predictions at the chosen constants.
 * ``objectives``: name -> ``targets`` (``{method, metric, paper_method}``: featlearn's
   method and metric against the paper's value of ``paper_method``'s column) and, optionally,
   ``among`` (the candidates it chooses between; default all) and ``default`` (the candidate
-  that stands unless the table prefers another: the paper's stated constants);
+  that stands unless the table prefers another: the file's reading of the paper's process);
 * ``candidates``: name -> ``about`` (one line) and ``overlay`` (overrides of the experiment
   config, merged after it as a further ``--config`` is); optionally ``at_steps`` (``{step:
   {path: value}}``: that step of the experiment's schedule alone, its other steps kept, a
@@ -101,7 +101,7 @@ class Objective:
     """A named objective: its targets, the candidates it chooses between (None: all), and its default.
 
     ``default``: the candidate that stands unless the argmin's J lies more than two standard errors
-    below its own (:func:`choose`), the paper's stated constants; None: the plain argmin.
+    below its own (:func:`choose`), the file's reading of the paper's process; None: the plain argmin.
     """
 
     name: str
@@ -724,7 +724,8 @@ def write_calibration(calibration: Calibration, spec: CandidatesFile, paper: Map
         smallest = choose(calibration.values[objective.name], objective.among)
         if objective.default is not None and chosen == objective.default and smallest != chosen:
             chosen += (
-                f", the objective's default (the paper's stated constants), which J does not tell apart from the "
+                f", the objective's default (the candidates file's reading of the paper's process; the paper states "
+                "no values), which J does not tell apart from the "
                 f"smallest, {smallest}'s"
             )
         lines.append(f"- **{objective.name}**: {objective.about} Chosen: {chosen}.{apart}")

@@ -363,11 +363,12 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         smallest = min([chosen, *tied], key=lambda name: values.get(name, math.inf))
         if smallest != chosen and chosen == (outcome.get("defaults") or {}).get(objective):
             text = (
-                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) kept the "
-                f"paper's stated constants, {scored(chosen, values, errors)}, by the objective *{objective}*: the "
-                f"smallest J, {scored(smallest, values, errors)}'s, lies within two standard errors of theirs, and "
-                "featlearn leaves the paper's constants only where the table prefers another beyond that. Every "
-                "item marked predicted runs at them."
+                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) kept its "
+                f"default, {scored(chosen, values, errors)} (the candidates file's reading of the process the paper's "
+                f"text gives; the paper states no values), by the objective *{objective}*: the smallest J, "
+                f"{scored(smallest, values, errors)}'s, lies within two standard errors of their difference, and "
+                "the default is left only where the table prefers another beyond that. The choice was made on this "
+                "table, so its cells are calibrated, not predicted; every item marked predicted runs at it."
             )
             tied = [name for name in tied if name != smallest]
         else:
@@ -575,7 +576,7 @@ def calibration_conclusion(outcome: dict) -> str:
     for objective, name in (outcome.get("chosen") or {}).items():
         sentence = f"*{objective}* chose *{name}*"
         if name is not None and name == (outcome.get("defaults") or {}).get(objective):
-            sentence += ", its default (the paper's stated constants)"
+            sentence += ", its default (kept on a tie; the paper states no values)"
         if objective in met:
             within, total = met[objective]
             sentence += f", which meets {within} of its {total} numbers within the floors"

@@ -92,7 +92,7 @@ def test_choose_keeps_the_first_on_a_tie_and_only_looks_among_its_candidates():
 
 
 def test_a_default_stands_unless_the_table_prefers_another_beyond_two_standard_errors():
-    """The paper's stated constants are left only where J tells the argmin from them."""
+    """The default (the file's reading of the paper's process) is left only where J tells the argmin from it."""
     values = {"paper's": 0.154, "kept": 0.126, "far": 0.01}
     errors = {"paper's": 0.033, "kept": 0.001, "far": 0.001}
     # 0.028 <= 2 sqrt(0.033^2 + 0.001^2) = 0.066: not told apart, so the default stands

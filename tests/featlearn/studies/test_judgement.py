@@ -439,10 +439,14 @@ def test_a_match_on_the_table_the_constants_were_fitted_on_holds_by_construction
     outcomes = {"E.1.1": {"constants": constants}, "E.2.1": {"constants": {**constants, "calibrated": False}}}
     both = Cell("E.1.1", "T1", "relation: a", "cos", verdict="reproduced", kind="relation", left="One Step")
     bound = Cell("E.1.1", "T1", "relation: b", "cos", verdict="reproduced", kind="relation", left="NTK")
+    # The fitted Network's test above the NTK's (not a target): it holds by the choice the fit made.
+    above = Cell("E.1.1", "T1", "relation: c", "test", verdict="reproduced", kind="relation", left="One Step")
+    above.reference = "NTK"
     constants["targets"].append(["Two Step", "cos"])
     both.reference = "Two Step"  # Two Step's cosine above One Step's: both fitted
-    mark_calibrated_fits([fitted, missed, other, predicted, both, bound], outcomes)
-    assert (both.verdict, bound.verdict) == ("by construction", "reproduced")
+    constants["targets"].append(["One Step", "test"])
+    mark_calibrated_fits([fitted, missed, other, predicted, both, bound, above], outcomes)
+    assert (both.verdict, bound.verdict, above.verdict) == ("by construction", "reproduced", "by construction")
     assert (fitted.verdict, fitted.rules_out) == ("by construction", None)
     assert "calibrated on this cell: the objective 'Table 1' chose" in fitted.reason
     assert [c.verdict for c in (missed, other, predicted)] == ["differs", "reproduced", "reproduced"]
