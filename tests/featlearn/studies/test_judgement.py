@@ -327,6 +327,19 @@ def test_a_match_of_a_method_whose_training_fit_differs_is_never_reproduced():
     assert (above.verdict, above.category, fits.verdict) == ("cannot decide", "its own fit differs", "reproduced")
 
 
+def test_a_method_that_fits_better_than_the_papers_and_still_tests_below_holds_the_claim_a_fortiori():
+    def fails(train_mean, statistic=""):
+        train = Cell("E.1.1", "T1", "RF", "train", mean=train_mean, paper=74.7, verdict="differs")
+        bound = Cell("E.1.1", "T1", "relation: RF fails", "test", relation="<", paper=97.0, mean=79.3,
+                     verdict="reproduced", kind="relation", left="RF", metric_statistic=statistic)  # fmt: skip
+        guard_failed_fits([train, bound])
+        return bound.verdict
+
+    assert fails(79.3) == "reproduced"  # a better fit than the paper's RF, and still below 97
+    assert fails(70.0) == "cannot decide"  # a worse fit could be what put it below
+    assert fails(79.3, "std over 5 seeds") == "cannot decide"  # a better fit says nothing of a spread
+
+
 def test_a_claims_verdict_follows_from_its_cells():
     assert claim_verdict(["reproduced", "reproduced", "by construction"]) == "reproduced"
     assert claim_verdict(["reproduced", "cannot decide"]) == "cannot decide"
