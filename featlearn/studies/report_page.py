@@ -615,8 +615,17 @@ def conclusions(plan: Plan, outcomes: dict, cells: list[Cell]) -> list[str]:
         if not judged:
             lines.append(f"- **{label}: no number in the paper to judge against (its figures are below).")
             continue
-        counts = {v: sum(1 for c in judged if c.verdict == v) for v in VERDICTS}
+        # A counted item's rows of featlearn's own (the judgement file's diagnostic_methods) are counted apart.
+        own = [c for c in judged if item.diagnostic or not c.diagnostic]
+        counts = {v: sum(1 for c in own if c.verdict == v) for v in VERDICTS}
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
+        apart = [c for c in judged if c.diagnostic and not item.diagnostic]
+        if apart:
+            extra = {v: sum(1 for c in apart if c.verdict == v) for v in VERDICTS}
+            parts.append(
+                "and featlearn's diagnostic rows, not counted: "
+                + ", ".join(f"{extra[v]} {v}" for v in VERDICTS if extra[v])
+            )
         flagged = [c for c in judged if c.verdict in ("differs", "cannot decide", "by construction")]
         differing = [
             f'the relation "{c.method[len(RELATION_PREFIX) :]}" ({c.category})'

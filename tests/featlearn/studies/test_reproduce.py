@@ -59,6 +59,7 @@ from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.report_page import (
     calibration_caveats,
     calibration_conclusion,
+    conclusions,
     item_table,
     markdown_to_html,
     relations_table,
@@ -1309,3 +1310,16 @@ def test_a_committed_report_regenerates_from_its_committed_trials_without_traini
         return [line for line in (folder / "report.md").read_text().splitlines() if not line.startswith("Time: ")]
 
     assert page(out) == page(committed)
+
+
+def test_an_items_summary_counts_featlearns_diagnostic_rows_apart():
+    """The SGD readouts of a counted item are featlearn's own rows: the summary line says so, not adds them."""
+    item = Item(id="R", title="R", configs=[], setting="S")
+    plan = Plan("p", "t", {}, [item], "")
+    cells = [
+        Cell("R", "S", "Network", "train", verdict="reproduced"),
+        Cell("R", "S", "One Step", "train", verdict="differs", category="a cause not established"),
+        Cell("R", "S", "One Step (SGD readout)", "train", verdict="cannot decide", diagnostic=True),
+    ]
+    line = next(line for line in conclusions(plan, {"R": {"status": "run"}}, cells) if line.startswith("- **R**"))
+    assert line.startswith("- **R**: 1 reproduced, 1 differs, and featlearn's diagnostic rows, not counted: 1 cannot")
