@@ -608,12 +608,9 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
     other side ("RF fails", "One Step tests below Two Step") holds the claim a fortiori, since a
     worse fit cannot have put it there.
     """
-    failed = {(c.item, c.method) for c in cells if c.metric == "train" and c.verdict == "differs"}
-    fits_better = {
-        (c.item, c.method)
-        for c in cells
-        if c.metric == "train" and c.verdict == "differs" and None not in (c.mean, c.paper) and c.mean > c.paper
-    }
+    differing = [c for c in cells if c.metric == "train" and c.verdict == "differs"]
+    failed = {(c.item, c.method) for c in differing}
+    fits_better = {(c.item, c.method) for c in differing if None not in (c.mean, c.paper) and c.mean > c.paper}
     for cell in cells:
         method = cell.left if cell.kind == "relation" else cell.method
         if cell.metric == "cos" and method_in(method, frozen_before_fit):
@@ -662,14 +659,15 @@ def mark_calibrated_fits(
         # with it the relation, could have gone the other way (the Network's 100% against the NTK's 84%).
         if cell.verdict != "reproduced" or not any(side in calibrated | chosen_here for side in sides):
             continue
-        if any(side in calibrated for side in sides) and constants.get("default"):
+        on_calibrated = any(side in calibrated for side in sides)
+        if on_calibrated and constants.get("default"):
             reason = (
                 f"calibrated on this cell: the objective {constants.get('objective')!r} kept its default "
                 f"({constants.get('candidate')}) on this table's numbers, this one among them, where it would have "
                 "left it for a candidate that fit them better beyond two standard errors, so a match here is the "
                 "table the choice was made on, not a prediction."
             )
-        elif any(side in calibrated for side in sides):
+        elif on_calibrated:
             reason = (
                 f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
                 f"open constants ({constants.get('candidate')}) to fit this table's numbers, this one among them, "
