@@ -342,7 +342,8 @@ def judge(
             }
         if ours_trivial and not paper_trivial:
             if column in TRIVIAL_SETS:
-                what = "degenerated (DegenerateRuns)" if degenerate else f"scores {name}"
+                near = f"scores {ours}, within {floor:g}{unit} of {name}"
+                what = "degenerated (DegenerateRuns)" if degenerate else near
                 reason = f"featlearn's {method} {what}: its fit failed, where the paper's {theirs} is not there."
                 category = FAILED_FIT
             else:  # a cosine: the neurons did not move towards the ground truth (by design for a frozen layer)

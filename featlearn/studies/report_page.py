@@ -20,12 +20,14 @@ import html
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
 from featlearn.studies.judgement import (
     MARKS,
     RELATION_PREFIX,
+    SHORT_REASON,
     VERDICTS,
     Cell,
     Claim,
@@ -51,23 +53,47 @@ PAGE_MARKS = {v: (text.split()[0], "–" if v == "not run" else MARKS[v]) for v,
 
 
 class Notes:
-    """The long reasons of a report, each written once at the end: a cell shows the first sentences and links there."""
+    """The long reasons of a report, each written once at the end: a cell shows the first sentences and links there.
 
-    def __init__(self) -> None:
+    A judgement file's reason (a cause) is often led by words the rules write for the one cell (a failed
+    fit, a paper value below its trivial rate, with that cell's numbers). With the causes given, such a
+    reason keeps its lead in the table and links to one note per cause, so train and test cells that
+    share a cause share its note.
+
+    Args:
+        causes: The judgement file's reasons, as written there.
+    """
+
+    def __init__(self, causes: Iterable[str] = ()) -> None:
         self.numbers: dict[str, int] = {}
+        # The longest first: a cause that ends another is matched only where the longer one is not.
+        self.causes = sorted({" ".join(c.split()) for c in causes if c and c.strip()}, key=len, reverse=True)
+
+    def split(self, reason: str) -> tuple[str, str]:
+        """(the cell's own lead, the long cause it ends with), or ("", the whole reason) where none is a note's."""
+        text = " ".join((reason or "").split())
+        for cause in self.causes:
+            if text != cause and text.endswith(" " + cause) and short_reason(cause) != cause:
+                return text[: -len(cause)].strip(), cause
+        return "", text
 
     def number(self, reason: str) -> int | None:
         """The note of a reason too long for a table (:func:`~featlearn.studies.judgement.short_reason`), or None."""
         text = " ".join((reason or "").split())
         if short_reason(text) == text:
             return None
-        return self.numbers.setdefault(text, len(self.numbers) + 1)
+        return self.numbers.setdefault(self.split(text)[1], len(self.numbers) + 1)
 
     def cite(self, reason: str) -> str:
         """The reason as a table shows it: whole when short, else its first sentences and a link to its note."""
         number = self.number(reason)
-        text = " ".join((reason or "").split())
-        return text if number is None else f"{short_reason(text)} ([note {number}](#note-{number}))"
+        if number is None:
+            return " ".join((reason or "").split())
+        lead, note = self.split(reason)
+        if lead:  # the cell's own words, then as much of the cause as the table's length allows
+            short = short_reason(note, max(SHORT_REASON - len(lead), SHORT_REASON // 4))
+            return f"{lead} {short} ([note {number}](#note-{number}))"
+        return f"{short_reason(note)} ([note {number}](#note-{number}))"
 
     def lines(self) -> list[str]:
         """The notes section: each long reason once, under a heading a cell links to."""
@@ -201,7 +227,7 @@ def write_report(
     out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[Cell], claims: list[Claim], wall: dict
 ) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
-    notes = Notes()
+    notes = Notes(entry.get("reason", "") for entry in judgement_rules(plan.paper).get("reasons", []))
     headings = section_headings(plan)
     md = [f"# Reproduction report: {plan.title}", ""]
     md.append(

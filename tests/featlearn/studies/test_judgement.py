@@ -88,6 +88,11 @@ def test_a_method_at_the_trivial_rate_where_the_paper_is_not_is_a_failed_fit():
     cell = judge(100.0, [50.3, 50.2], "train", "E.1.1", "Network w/o structure", RULES, trivial=50.1)
     assert (cell["verdict"], cell["category"]) == ("differs", FAILED_FIT)
     assert "50.1%" in cell["reason"] and "Network w/o structure" in cell["reason"]
+    # Within the floor of the trivial rate and of the paper's value at once (E.1.2's 97.1 against 95.1 and 100):
+    # the reason gives featlearn's own score, not the trivial rate in its place.
+    near = judge(100.0, [97.5, 96.7], "train", "E.1.2", "Network w/o structure", RULES, trivial=95.1)
+    assert (near["verdict"], near["category"]) == ("differs", FAILED_FIT)
+    assert "scores 97.1%, within 3 points of the trivial rate (95.1%" in near["reason"]
     # Every seed degenerated (one class predicted): a failed fit even off the measured trivial rate.
     flagged = judge(100.0, [60.0, 61.0], "train", "E.1.1", "Network", RULES, trivial=50.0, degenerate=True)
     assert (flagged["verdict"], flagged["category"]) == ("differs", FAILED_FIT)
