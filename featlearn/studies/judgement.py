@@ -685,12 +685,20 @@ def verdict_key(cell: Cell) -> tuple:
     return cell.method, cell.metric, values, cell.paper, cell.trivial
 
 
+#: Where a reason may be cut: after ".", ";" or ":" and before a capital or "(", but not after an abbreviation
+#: ("App. E.1", "eq. (4)", "Fig. 2", "e.g. A"), which would leave "(App." dangling before the note's link.
+SENTENCE_END = re.compile(
+    r"(?<!\bApp\.)(?<!\b[Ee]q\.)(?<!\b[Ee]qs\.)(?<!\bFig\.)(?<!\bSec\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bcf\.)(?<!\bvs\.)"
+    r"(?<=[.;:])\s+(?=[A-Z(])"
+)
+
+
 def short_reason(text: str, limit: int = SHORT_REASON) -> str:
     """A reason cut to its first sentences within ``limit`` characters (the whole text when short enough)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    sentences = re.split(r"(?<=[.;:])\s+(?=[A-Z(])", text)
+    sentences = re.split(SENTENCE_END, text)
     short = ""
     for sentence in sentences:
         if len(short) + len(sentence) + 1 > limit - 2:

@@ -405,6 +405,9 @@ def test_a_long_reason_is_cut_at_a_sentence():
     assert short_reason(long) == "First sentence here."
     assert short_reason("short.") == "short."
     assert len(short_reason("word " * 200)) <= 400
+    # Not after an abbreviation: "(App." would dangle before the note's link.
+    cited = "It is the best classifier (App. E.1: one). See eq. (4) and Fig. 2 there. " + "More words " * 40 + "."
+    assert short_reason(cited) == "It is the best classifier (App. E.1: one). See eq. (4) and Fig. 2 there."
 
 
 def test_a_relation_against_a_rival_weaker_than_the_papers_is_undecided():
