@@ -411,9 +411,12 @@ class Calibration:
     errors: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> J's standard error
     #: objective -> candidate -> J with degenerate seeds at face value: what a choice owes to the degenerate-run rule.
     face_values: dict[str, dict[str, float]] = field(default_factory=dict)
+    face_errors: dict[str, dict[str, float]] = field(default_factory=dict)  # objective -> candidate -> its error
     face_chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> the choice at face value
     chosen: dict[str, str | None] = field(default_factory=dict)  # objective -> candidate
     met: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (targets within the floors, all)
+    #: objective -> candidate -> (its targets within the floors, all): what a tie leaves to choose between.
+    met_all: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     floors: dict[str, float] = field(default_factory=dict)  # column -> the paper's floor (empty: not given)
     tuned: dict[str, dict] = field(default_factory=dict)  # candidate -> method -> the grid values chosen
 
@@ -520,11 +523,16 @@ def calibrate(
             for name, res in calibration.results.items()
         }
         calibration.face_values[objective.name] = face
+        calibration.face_errors[objective.name] = face_errors
         calibration.face_chosen[objective.name] = choose(face, objective.among, objective.default, face_errors)
         chosen = calibration.chosen[objective.name]
-        if floors and chosen is not None:
-            met = within_floors(calibration.results[chosen], objective.targets, paper, floors)
-            calibration.met[objective.name] = (met, len(objective.targets))
+        if floors:
+            calibration.met_all[objective.name] = {
+                name: (within_floors(res, objective.targets, paper, floors), len(objective.targets))
+                for name, res in calibration.results.items()
+            }
+            if chosen is not None:
+                calibration.met[objective.name] = calibration.met_all[objective.name][chosen]
     write_calibration(calibration, spec, paper)
     return calibration
 

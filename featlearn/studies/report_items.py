@@ -406,6 +406,7 @@ class CalibrationItem:
             "chosen": dict(calibration.chosen),
             "defaults": {o.name: o.default for o in objectives},
             "met": dict(calibration.met),
+            "met_all": {name: dict(v) for name, v in calibration.met_all.items()},
             "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
             "at_face_value": dict(calibration.face_chosen),
             "values": {name: dict(v) for name, v in calibration.values.items()},  # objective -> candidate -> J
@@ -415,6 +416,10 @@ class CalibrationItem:
                 for name, v in calibration.errors.items()
             },
             "face_values": {name: dict(v) for name, v in calibration.face_values.items()},
+            "face_errors": {
+                name: {c: (e if math.isfinite(e) else None) for c, e in v.items()}
+                for name, v in calibration.face_errors.items()
+            },
             "training_seconds": trial_seconds(folder),
             "folder": folder,
         }

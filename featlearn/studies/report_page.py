@@ -396,6 +396,23 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
                 "the default is left only where the table prefers another beyond that. The choice was made on this "
                 "table, so its cells are calibrated, not predicted; every item marked predicted runs at it."
             )
+            face_errors = (outcome.get("face_errors") or {}).get(objective) or {}
+            if face == chosen and face_values.get(chosen, math.inf) < face_values.get(smallest, math.inf):
+                text += (
+                    f" With degenerate seeds taken at face value its J is the smallest: "
+                    f"{scored(chosen, face_values, face_errors)}, against {scored(smallest, face_values, face_errors)}"
+                    " (the rule scores each degenerate seed 1 on every accuracy target, which raises its J and "
+                    "the J's spread)."
+                )
+            met = (outcome.get("met_all") or {}).get(objective) or {}
+            rivals = list(dict.fromkeys([smallest, *tied]))
+            if chosen in met and all(name in met for name in rivals):
+                within, total = met[chosen]
+                others = ", ".join(f"{met[name][0]} (*{name}*)" for name in rivals)
+                text += (
+                    f" It meets {within} of the table's {total} numbers within the paper's floors; the candidates "
+                    f"J does not tell from it meet {others}."
+                )
             tied = [name for name in tied if name != smallest]
         else:
             text = (

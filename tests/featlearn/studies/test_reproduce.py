@@ -1246,7 +1246,18 @@ def test_the_first_screen_says_what_the_calibration_did_not_tell_its_choice_from
     (line,) = calibration_caveats(plan, {"C": kept_default})
     assert "kept its default, *erasing* (J 0.154 ± 0.033)" in line
     assert "the smallest J, *kept* (J 0.126 ± 0.001)'s, lies within two standard errors" in line
-    assert "does not tell it apart from *kept 18* (J 0.130 ± 0.002)" in line and "face value" not in line
+    assert "does not tell it apart from *kept 18* (J 0.130 ± 0.002)" in line
+    # At face value the default is the smallest J itself: said, with what the rule did to its J and spread.
+    assert "With degenerate seeds taken at face value its J is the smallest: *erasing* (J 0.104), against" in line
+    assert "would choose" not in line and "numbers within the paper's floors" not in line  # no counts recorded
+    counted = {**kept_default, "met_all": {"Table 1": {"erasing": (7, 12), "kept": (5, 12), "kept 18": (6, 12)}}}
+    counted["face_errors"] = {"Table 1": {"erasing": 0.005, "kept": 0.003}}
+    (line,) = calibration_caveats(plan, {"C": counted})
+    assert "(J 0.104 ± 0.005), against *kept* (J 0.126 ± 0.003)" in line
+    assert "It meets 7 of the table's 12 numbers within the paper's floors; the candidates J does not tell" in line
+    assert "meet 5 (*kept*), 6 (*kept 18*)." in line  # each once, the smallest first
+    smaller_face = {**counted, "face_values": {"Table 1": {"kept": 0.1, "erasing": 0.104}}}
+    assert "face value" not in calibration_caveats(plan, {"C": smaller_face})[0]  # not the smallest there: unsaid
     assert "chose *erasing*, its default (kept on a tie; the paper states no values)" in calibration_conclusion(
         kept_default
     )
