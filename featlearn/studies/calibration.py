@@ -352,22 +352,31 @@ def objective_error(results: Mapping[str, Mapping], targets: Sequence[Target], p
     return statistics.stdev(errors) / math.sqrt(len(errors)) if len(errors) > 1 else math.nan
 
 
-def within_floors(
+def targets_met(
     results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping, floors: Mapping[str, float]
-) -> int:
-    """How many ``targets`` a candidate's seed mean meets within the paper's floor (``floors``: column -> width).
+) -> list[str]:
+    """The ``targets`` a candidate's seed mean meets within the paper's floor, each as "method metric".
 
-    A target whose seeds include a degenerate run meets nothing on an accuracy (as in J).
+    ``floors`` maps a column to its floor's width. A target whose seeds include a degenerate run meets
+    nothing on an accuracy (as in J).
     """
-    met = 0
+    met = []
     for target in targets:
         measured = results.get(target.method) or {}
         values = [v for v in measured.get(target.metric) or [] if v is not None]
         failed = any(measured.get("degenerate") or []) and target.metric != "cos_similarity"
         column = PAPER_COLUMN[target.metric]
         if values and not failed and column in floors:
-            met += abs(statistics.fmean(values) - paper[target.paper_method][column]) <= floors[column]
+            if abs(statistics.fmean(values) - paper[target.paper_method][column]) <= floors[column]:
+                met.append(f"{target.method} {target.metric}")
     return met
+
+
+def within_floors(
+    results: Mapping[str, Mapping], targets: Sequence[Target], paper: Mapping, floors: Mapping[str, float]
+) -> int:
+    """How many ``targets`` a candidate's seed mean meets within the paper's floor (:func:`targets_met`)."""
+    return len(targets_met(results, targets, paper, floors))
 
 
 def told_apart(first: str, second: str, values: Mapping[str, float], errors: Mapping[str, float]) -> bool:
@@ -417,6 +426,8 @@ class Calibration:
     met: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (targets within the floors, all)
     #: objective -> candidate -> (its targets within the floors, all): what a tie leaves to choose between.
     met_all: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    #: objective -> candidate -> the targets it meets within the floors ("method metric"): what a tie decides.
+    met_targets: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     floors: dict[str, float] = field(default_factory=dict)  # column -> the paper's floor (empty: not given)
     tuned: dict[str, dict] = field(default_factory=dict)  # candidate -> method -> the grid values chosen
 
@@ -527,9 +538,12 @@ def calibrate(
         calibration.face_chosen[objective.name] = choose(face, objective.among, objective.default, face_errors)
         chosen = calibration.chosen[objective.name]
         if floors:
+            calibration.met_targets[objective.name] = {
+                name: targets_met(res, objective.targets, paper, floors) for name, res in calibration.results.items()
+            }
+            met_targets = calibration.met_targets[objective.name]
             calibration.met_all[objective.name] = {
-                name: (within_floors(res, objective.targets, paper, floors), len(objective.targets))
-                for name, res in calibration.results.items()
+                name: (len(met), len(objective.targets)) for name, met in met_targets.items()
             }
             if chosen is not None:
                 calibration.met[objective.name] = calibration.met_all[objective.name][chosen]

@@ -196,6 +196,8 @@ def column_relation(relation: str, column: str) -> tuple[str, str | None]:
 UNDECIDABLE = "a claim its measurements cannot decide"
 #: The category of a cell the judgement file lists as ``undecidable``: its measurement is not the paper's quantity.
 PROXY = "not the paper's quantity"
+#: The category of a cell within the floor of both the paper's value and its trivial rate: no fit is shown.
+NEAR_BOTH = "within the floor of the paper's and of the trivial rate"
 #: The category of a bound whose mean holds it while the seeds' spread crosses it.
 STRADDLES = "the seeds straddle the bound"
 #: The same for a fitted rate: its estimate on the claimed side, its 95% interval reaching the other side.
@@ -242,6 +244,7 @@ def judge(
     paper_interval: tuple[float, float] | None = None,
     built_in: str | None = None,
     measured_rivals: list[dict] | None = None,
+    margin: float = 0.0,
 ) -> dict | None:
     """The verdict of one cell; None where the paper gives no value.
 
@@ -274,6 +277,9 @@ def judge(
             its verdict is "by construction", whatever the value.
         measured_rivals: Other forms measured by the same test as the claimed one (a prediction test's
             rival forms, :func:`measured_rival_verdict`): ``[{"form", "value", "interval"}]``.
+        margin: How far past ``paper_value`` a bound must hold (``<``: below v - margin; ``>``: above
+            v + margin): the floor, where v is another method's mean on the same scale, since two
+            accuracies within the floor of each other are the same accuracy (:func:`relation_margin`).
 
     Returns:
         ``{"verdict", "paper", "mean", "std", "n", "gap", "allowed", "trivial", "category", "reason"}``.
@@ -301,7 +307,7 @@ def judge(
         held = abs(gap) <= allowed
     else:  # a bound must hold at the edge of the seeds' spread
         allowed = float(tolerance.get("std_multiple", 0.0)) * (std or 0.0)
-        held = mean + allowed < paper_value if relation == "<" else mean - allowed > paper_value
+        held = mean + allowed < paper_value - margin if relation == "<" else mean - allowed > paper_value + margin
     if interval is None:
         cell.update(gap=gap, allowed=allowed)
     if built_in:
@@ -322,10 +328,12 @@ def judge(
             rate = "" if trivial is None else f" ({trivial:.1f}% on this {TRIVIAL_SETS[column]} set)"
             name = "the trivial rate" + rate
             same = "a constant predictor scores the same"
+            trivial_rival = "a constant predictor's"
         else:
             ours, theirs, unit = f"{mean:.3f}", f"{paper_value:.3f}", ""
             name = "its value at step 0" + ("" if trivial is None else f" ({trivial:.3f}, the random initialisation)")
             same = "a first layer that never moved reads the same"
+            trivial_rival = "a first layer that never moved"
         # "fits, yet tests at chance" (w/o structure); runs that all degenerated fit nothing, whatever their score.
         chance_claim = column == "test" and fits_training_set and not degenerate
         if paper_trivial and (ours_trivial or held) and not chance_claim:
@@ -340,6 +348,15 @@ def judge(
                 "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {name}, and featlearn's {ours} "
                 f"{where}: {same}, so the cell says nothing about the method.",
             }
+        if ours_trivial and not paper_trivial and held and not degenerate:
+            # Within the floor of both (E.1.2's 97.1 against 100 and a 95.1% trivial rate): the floor can tell
+            # featlearn's value neither from the paper's nor from a constant predictor's (a first layer unmoved).
+            reason = (
+                f"featlearn's {ours} lies within {floor:g}{unit} of the paper's {theirs} and of {name}: the floor "
+                f"cannot tell a match of the paper's from {trivial_rival}."
+            )
+            reason += f" {known['reason']}" if known is not None else ""
+            return {**cell, "verdict": "cannot decide", "category": NEAR_BOTH, "reason": reason}
         if ours_trivial and not paper_trivial:
             if column in TRIVIAL_SETS:
                 near = f"scores {ours}, within {floor:g}{unit} of {name}"
@@ -374,7 +391,7 @@ def judge(
                 "the paper's claim from it.",
             }
         # Against another fitted rate, the bound is that rate's interval edge: what the test compared with.
-        edge = paper_value
+        edge = paper_value - margin if relation == "<" else paper_value + margin
         if interval is not None and paper_interval is not None and relation in ("<", ">"):
             edge = paper_interval[0] if relation == "<" else paper_interval[1]
         return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, edge, trivial, rival)}
@@ -385,8 +402,14 @@ def judge(
             **cell,
             "verdict": "cannot decide",
             "category": STRADDLES,
-            "reason": f"featlearn's mean {mean:.3g} lies on the paper's side of {paper_value:g}, but its seeds' spread "
-            f"({allowed:.3g}, std_multiple x std) crosses it: neither the bound nor its opposite is shown."
+            "reason": (
+                f"featlearn's mean {mean:.3g} lies on the paper's side of {paper_value:g}, but its seeds' spread "
+                f"({allowed:.3g}, std_multiple x std) crosses it: neither the bound nor its opposite is shown."
+                if not margin
+                else f"featlearn's mean {mean:.3g} lies on the claimed side of {paper_value:g}, but not by the floor "
+                f"({margin:g}) beyond its seeds' spread ({allowed:.3g}, std_multiple x std): two values within the "
+                "floor of each other are the same value, so neither the claim nor its opposite is shown."
+            )
             + (f" {known['reason']}" if known is not None else ""),
         }
     if on_claimed_side and interval[0] <= other_high and other_low <= interval[1]:
@@ -404,6 +427,24 @@ def judge(
         verdict = "cannot decide" if known["category"] == UNDECIDABLE else "differs"
         return {**cell, "verdict": verdict, "category": known["category"], "reason": known["reason"]}
     return {**cell, "verdict": "differs", "category": "unexplained", "reason": "no reason recorded yet"}
+
+
+def relation_margin(claim: dict, rules: dict, interval: list | tuple | None) -> float:
+    """How far past the other side a relation's bound must hold: the floor between two methods' means.
+
+    "The Network tests above the NTK" by less than the floor is no claim shown: two accuracies (or
+    cosines) within the floor of each other are the same number by the rule every table cell is
+    judged by, and a network at the 84.4% of a threshold on the count s would "beat" an NTK at
+    83.8% otherwise. A bound against a stated number (``value``), a spread (``statistic``) or a
+    fitted rate (its interval) keeps no margin: the number is the paper's, the test its own.
+    """
+    left = claim.get("left") or {}
+    if "right" not in claim or claim.get("relation") not in ("<", ">") or left.get("statistic") or interval:
+        return 0.0
+    metric = left.get("metric", "")
+    if metric not in TRIVIAL_SETS and metric not in TRIVIAL_AT_START:
+        return 0.0
+    return float(rules["tolerances"][metric]["absolute"])
 
 
 def shown_interval(low: float, high: float) -> str:
@@ -572,12 +613,17 @@ def for_process(entries: list[dict] | None, process: str | None) -> list[dict]:
 
 
 def item_rules(rules: dict, process: str | None) -> dict:
-    """The judgement file as it applies to an item run at ``process``: its reasons filtered by their ``processes``.
+    """The judgement file as it applies to an item run at ``process``: its reasons and rivals by their ``processes``.
 
     A reason written from one process's measurements (the Network's threshold on the count s under
-    the kept initialisation, say) explains nothing of a run under another.
+    the kept initialisation, say) explains nothing of a run under another; a rival that one process
+    produces (the erasing step 1's aligned neurons) is another's only where it runs.
     """
-    return {**rules, "reasons": for_process(rules.get("reasons"), process)}
+    return {
+        **rules,
+        "reasons": for_process(rules.get("reasons"), process),
+        "rivals": for_process(rules.get("rivals"), process),
+    }
 
 
 def by_construction(rules: dict, setting: str, method: str, column: str, process: str | None = None) -> str | None:
@@ -596,7 +642,7 @@ def method_in(method: str, patterns: list[str] | None) -> bool:
 
 
 def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = None) -> None:
-    """A ✓ cosine or test accuracy of a method whose own training fit differs becomes ○ (in place).
+    """A ✓ cosine or test accuracy of a method whose own training fit differs (or is not shown) becomes ○ (in place).
 
     The neurons (or the test accuracy) of a network that did not fit its training set as the
     paper's did are not those of the paper's fitted network, so a match says nothing of it.
@@ -610,7 +656,9 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
     worse fit cannot have put it there.
     """
     differing = [c for c in cells if c.metric == "train" and c.verdict == "differs"]
-    failed = {(c.item, c.method) for c in differing}
+    # A training fit the floor cannot tell from a constant predictor's is no fit shown either.
+    unshown = {(c.item, c.method) for c in cells if c.metric == "train" and c.category == NEAR_BOTH}
+    failed = {(c.item, c.method) for c in differing} | unshown
     fits_better = {(c.item, c.method) for c in differing if None not in (c.mean, c.paper) and c.mean > c.paper}
     for cell in cells:
         method = cell.left if cell.kind == "relation" else cell.method
@@ -624,7 +672,11 @@ def guard_failed_fits(cells: list[Cell], frozen_before_fit: list[str] | None = N
                 verdict="cannot decide",
                 category="its own fit differs",
                 reason=f"featlearn's {method} differs from the paper's on its training set (the train cell), "
-                f"so a match of its {cell.metric} is not the paper's fitted network's.",
+                f"so a match of its {cell.metric} is not the paper's fitted network's."
+                if (cell.item, method) not in unshown
+                else f"featlearn's {method} is not shown to fit its training set as the paper's does (the train "
+                f"cell: within the floor of the trivial rate), so a match of its {cell.metric} is not the paper's "
+                "fitted network's.",
                 rules_out=None,
             )
 
@@ -1294,7 +1346,7 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
                 inconclusive=undecided, interval=None if interval is None else tuple(interval),
                 inconclusive_category=WEAKER_RIVAL if weaker else (PROXY if listed else "inconclusive"),
                 paper_interval=tuple(cell.paper_interval) if cell.paper_interval else None,
-                built_in=built_in,
+                built_in=built_in, margin=relation_margin(claim, rules, interval),
             )  # fmt: skip
             if passes and judged["verdict"] == "reproduced":
                 judged = {**judged, "verdict": "cannot decide", "category": RIVAL_PASSES, "reason": passes + "."}

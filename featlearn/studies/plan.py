@@ -372,7 +372,7 @@ def check_rule_entries(rules: dict, where: str) -> None:
                     f"{where}: {name}[{index}] names the method {entry['method']!r}: a relation's cells are "
                     f"'relation: <its words>' now; write 'relation: ' for 'claim: '."
                 )
-    for name in ("by_construction", "reasons"):  # entries that hold under some processes only
+    for name in ("by_construction", "reasons", "rivals"):  # entries that hold under some processes only
         for index, entry in enumerate(rules.get(name) or []):
             processes = (entry or {}).get("processes")
             if processes is not None and not (

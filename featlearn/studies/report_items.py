@@ -407,6 +407,7 @@ class CalibrationItem:
             "defaults": {o.name: o.default for o in objectives},
             "met": dict(calibration.met),
             "met_all": {name: dict(v) for name, v in calibration.met_all.items()},
+            "met_targets": {name: dict(v) for name, v in calibration.met_targets.items()},
             "tied": {o.name: calibration.tied(o.name, o.among) for o in objectives},
             "at_face_value": dict(calibration.face_chosen),
             "values": {name: dict(v) for name, v in calibration.values.items()},  # objective -> candidate -> J

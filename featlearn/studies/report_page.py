@@ -115,8 +115,12 @@ def table_text(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def relations_table(rows: list[Cell], notes: Notes | None = None) -> list[str]:
-    """An item's relations as Markdown: the relation, the paper's words, featlearn's two sides and the verdict."""
+def relations_table(rows: list[Cell], notes: Notes | None = None, floors: dict | None = None) -> list[str]:
+    """An item's relations as Markdown: the relation, the paper's words, featlearn's two sides and the verdict.
+
+    ``floors`` (column -> the floor) shows the margin a bound between two methods' means must clear
+    (:func:`~featlearn.studies.judgement.relation_margin`) beside the other side.
+    """
     notes = notes or Notes()
     if not rows:
         return []
@@ -131,6 +135,10 @@ def relations_table(rows: list[Cell], notes: Notes | None = None) -> list[str]:
         other = row.reference or "the paper's bound"
         theirs = "" if row.paper is None else f"{row.paper:.{decimals}f}"
         theirs += interval_text(row.paper_interval, decimals)
+        floor = (floors or {}).get(row.metric)
+        margin = row.reference and row.relation in "<>" and not row.metric_statistic and not row.interval
+        if floor and margin and row.paper is not None and row.metric in ("train", "test", "cos"):
+            theirs += f" {'+' if row.relation == '>' else '-'} {floor:g} (the floor)"
         # What was tested, apart from the value: "0.71 < 0.20" would read as a fact where the test failed.
         side = "" if row.paper is None else f"; tested: {row.relation} {theirs} ({other})"
         if ours:
@@ -217,6 +225,22 @@ def constants_line(constants: dict) -> str:
     )
 
 
+def fitted_here_caveat(plan: Plan) -> list[str]:
+    """The first screen's line on the process choices items made on their own tables: those cells are the fit (≡)."""
+    fitted = [item for item in plan.items if item.fitted_here]
+    if not fitted:
+        return []
+    parts = "; ".join(
+        f"{item.id} ({short_reason(' '.join(item.fitted_here['why'].split()), 200).rstrip('.')}: "
+        + ", ".join(f"{method} {column}" for method, column in item.fitted_here["cells"])
+        + ")"
+        for item in fitted
+    )
+    return [
+        f"**Choices made on a table's own runs** (their cells hold by construction, not predictions): {parts}."
+    ]
+
+
 def fitted_here_line(fitted: dict) -> str:
     """The process choice an item made on its own table, and the cells it was chosen to get (those are ≡)."""
     cells = ", ".join(f"{method} {column}" for method, column in fitted["cells"])
@@ -227,14 +251,16 @@ def write_report(
     out: Path, plan: Plan, args: RunSettings, outcomes: dict, cells: list[Cell], claims: list[Claim], wall: dict
 ) -> None:
     """Write ``report.md``, ``report.html``, ``results.csv`` and ``results.json``."""
-    notes = Notes(entry.get("reason", "") for entry in judgement_rules(plan.paper).get("reasons", []))
+    rules = judgement_rules(plan.paper)
+    notes = Notes(entry.get("reason", "") for entry in rules.get("reasons", []))
+    floors = {column: float(t["absolute"]) for column, t in rules.get("tolerances", {}).items()}
     headings = section_headings(plan)
     md = [f"# Reproduction report: {plan.title}", ""]
     md.append(
         f"Scale `{args.scale}` ({plan.scales[args.scale]['seeds']} seed(s); {plan.scales[args.scale]['about']}). "
         f"Regenerate: `{regenerate_command(plan.paper, args.scale, args.only)}`."
     )
-    caveats = calibration_caveats(plan, outcomes)
+    caveats = calibration_caveats(plan, outcomes) + fitted_here_caveat(plan)
     md += ["", headline(claims, args.only), ""]
     md += [line + "\n" for line in caveats]
     md += claims_matrix(claims, headings, notes)
@@ -277,7 +303,7 @@ def write_report(
                 md += [fitted_here_line(item.fitted_here), ""]
         rows = [c for c in cells if c.item == item.id and c.kind != "relation"]
         md += item_table(rows, outcome["status"] == "run", notes)
-        md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes)
+        md += relations_table([c for c in cells if c.item == item.id and c.kind == "relation"], notes, floors)
         if outcome["status"] == "run":
             md += ITEM_KINDS[item.kind].lines(outcome)
         tuned = outcome.get("tuned") or {}
@@ -386,15 +412,19 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         errors = (outcome.get("errors") or {}).get(objective) or {}
         face_values = (outcome.get("face_values") or {}).get(objective) or {}
 
+        users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
+        runs_at = (
+            f"the items that run at it: {', '.join(users)}" if users else "no item runs at it"
+        )
         smallest = min([chosen, *tied], key=lambda name: values.get(name, math.inf))
         if smallest != chosen and chosen == (outcome.get("defaults") or {}).get(objective):
             text = (
                 f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) kept its "
                 f"default, {scored(chosen, values, errors)} (the candidates file's reading of the process the paper's "
-                f"text gives; the paper states no values), by the objective *{objective}*: the smallest J, "
-                f"{scored(smallest, values, errors)}'s, lies within two standard errors of their difference, and "
-                "the default is left only where the table prefers another beyond that. The choice was made on this "
-                "table, so its cells are calibrated, not predicted; every item marked predicted runs at it."
+                f"text gives; the paper states no values), by the objective *{objective}*: the smallest J, that of "
+                f"{scored(smallest, values, errors)}, lies within two standard errors of the default's, and the "
+                "default is left only where the table prefers another beyond that. The choice was made on this "
+                f"table, so its cells are calibrated, not predicted; {runs_at}."
             )
             face_errors = (outcome.get("face_errors") or {}).get(objective) or {}
             if face == chosen and face_values.get(chosen, math.inf) < face_values.get(smallest, math.inf):
@@ -413,12 +443,19 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
                     f" It meets {within} of the table's {total} numbers within the paper's floors; the candidates "
                     f"J does not tell from it meet {others}."
                 )
+            targets = (outcome.get("met_targets") or {}).get(objective) or {}
+            if chosen in targets and smallest in targets:  # what keeping the default decides, number by number
+                gained = [t for t in targets[chosen] if t not in targets[smallest]]
+                lost = [t for t in targets[smallest] if t not in targets[chosen]]
+                text += (
+                    f" Keeping it meets {', '.join(gained) or 'no number'} where *{smallest}* does not, and misses "
+                    f"{', '.join(lost) or 'no number'} that *{smallest}* meets."
+                )
             tied = [name for name in tied if name != smallest]
         else:
             text = (
                 f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose "
-                f"{scored(chosen, values, errors)} by the objective *{objective}*, and every item marked predicted "
-                "runs at it."
+                f"{scored(chosen, values, errors)} by the objective *{objective}*; {runs_at}."
             )
         if tied:
             others = ", ".join(scored(n, values, errors) for n in tied)
@@ -512,8 +549,9 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
         '- an accuracy is judged against its set\'s trivial rate (the row "Trivial (majority class)"), a cosine '
         "against its value at step 0 (the random initialisation's): ○ when the paper's value lies within the floor "
         "of it and featlearn's lies there too or within the floor of the paper's, ✗ a failed fit when featlearn's "
-        "lies there (or its runs degenerated) and the paper's does not; a paper value below its own trivial rate is "
-        "said in the reason; a ✓ cosine or test accuracy of a method whose training cell differs is ○, except "
+        "lies there (or its runs degenerated) and the paper's does not, ○ where it lies within the floor of the "
+        "paper's as well (the floor tells it from neither); a paper value below its own trivial rate is said in the "
+        "reason; a ✓ cosine or test accuracy of a method whose training cell differs, or is ○ so, is ○, except "
         "the cosine of a method whose neurons are fixed before its classifier is fit (the judgement file's "
         "`features_frozen_before_fit`: One Step, Two Step), which the classifier's fit cannot change"
     )
@@ -534,7 +572,9 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
     if any(c.kind == "relation" for c in cells):
         md.append(
             "- a relation (the table under an item) between two measurements, or a measurement and the paper's "
-            "bound, is judged by the same floors and bounds; ○ where its measurements cannot decide it (the spread "
+            "bound, is judged by the same floors and bounds (one method's accuracy or cosine above or below "
+            "another's by more than the floor, since values within it are the same); ○ where its measurements "
+            "cannot decide it (the spread "
             "of a method at its trivial rate, with degenerate seeds or whose mean is not the paper's; a spread whose "
             "95% interval, about 0.6 to 2.9 times the sample value at 5 seeds, holds the paper's bound; chance on "
             "the test set of a method that does not fit its training set; a relation to a failed fit; accuracies on "

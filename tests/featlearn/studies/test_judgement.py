@@ -9,6 +9,7 @@ import pytest
 from featlearn.studies.judgement import (
     BUILT_IN,
     FAILED_FIT,
+    NEAR_BOTH,
     Cell,
     assign_claims,
     by_construction,
@@ -88,11 +89,29 @@ def test_a_method_at_the_trivial_rate_where_the_paper_is_not_is_a_failed_fit():
     cell = judge(100.0, [50.3, 50.2], "train", "E.1.1", "Network w/o structure", RULES, trivial=50.1)
     assert (cell["verdict"], cell["category"]) == ("differs", FAILED_FIT)
     assert "50.1%" in cell["reason"] and "Network w/o structure" in cell["reason"]
-    # Within the floor of the trivial rate and of the paper's value at once (E.1.2's 97.1 against 95.1 and 100):
-    # the reason gives featlearn's own score, not the trivial rate in its place.
+    # The reason gives featlearn's own score, not the trivial rate in its place.
+    off = judge(100.0, [96.0, 96.4], "train", "E.1.2", "Network w/o structure", RULES, trivial=95.1)
+    assert (off["verdict"], off["category"]) == ("differs", FAILED_FIT)
+    assert "scores 96.2%, within 3 points of the trivial rate (95.1%" in off["reason"]
+
+
+def test_a_value_within_the_floor_of_both_the_paper_and_the_trivial_rate_cannot_decide():
+    # E.1.2's Network w/o structure: 97.1 against the paper's 100 and a 95.1% trivial rate. The floor
+    # tells it neither from the paper's fit nor from a constant predictor: no ✓, and no failed fit either.
     near = judge(100.0, [97.5, 96.7], "train", "E.1.2", "Network w/o structure", RULES, trivial=95.1)
-    assert (near["verdict"], near["category"]) == ("differs", FAILED_FIT)
-    assert "scores 97.1%, within 3 points of the trivial rate (95.1%" in near["reason"]
+    assert (near["verdict"], near["category"]) == ("cannot decide", NEAR_BOTH)
+    assert "97.1% lies within 3 points of the paper's 100.0% and of the trivial rate (95.1%" in near["reason"]
+    assert "a constant predictor's" in near["reason"]
+    # Its cosine then says nothing of the paper's fitted network, as after a failed fit.
+    train = Cell("E.1.2", "T2", "Network w/o structure", "train", paper=100.0, mean=97.1)
+    train.judged(near)
+    cos = Cell("E.1.2", "T2", "Network w/o structure", "cos", paper=0.965, mean=0.994, verdict="reproduced")
+    guard_failed_fits([train, cos])
+    assert (cos.verdict, cos.category) == ("cannot decide", "its own fit differs")
+    assert "not shown to fit its training set" in cos.reason
+    # Degenerate runs near both are still a failed fit.
+    flagged = judge(100.0, [97.5, 96.7], "train", "E.1.2", "N", RULES, trivial=95.1, degenerate=True)
+    assert flagged["category"] == FAILED_FIT
     # Every seed degenerated (one class predicted): a failed fit even off the measured trivial rate.
     flagged = judge(100.0, [60.0, 61.0], "train", "E.1.1", "Network", RULES, trivial=50.0, degenerate=True)
     assert (flagged["verdict"], flagged["category"]) == ("differs", FAILED_FIT)
