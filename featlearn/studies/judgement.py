@@ -323,6 +323,10 @@ def judge(
     if trivial_kind and relation == "=" and (trivial is not None or degenerate):
         ours_trivial = degenerate or abs(mean - trivial) <= floor
         paper_trivial = trivial is not None and abs(paper_value - trivial) <= floor
+        # An accuracy has two constant predictors: the majority class's rate t and the other class's 100 - t.
+        minority = column in TRIVIAL_SETS and trivial is not None and abs(trivial - 50.0) > floor
+        paper_minority = minority and not paper_trivial and abs(paper_value - (100.0 - trivial)) <= floor
+        paper_trivial = paper_trivial or paper_minority
         if column in TRIVIAL_SETS:
             ours, theirs, unit = f"{mean:.1f}%", f"{paper_value:.1f}%", " points"
             rate = "" if trivial is None else f" ({trivial:.1f}% on this {TRIVIAL_SETS[column]} set)"
@@ -341,11 +345,15 @@ def judge(
             if degenerate and abs(mean - trivial if trivial is not None else 0.0) > floor:
                 where = "comes from runs that degenerated (DegenerateRuns), a failed fit"
                 same = "a failed fit says nothing of the method either"
+            theirs_at = name
+            if paper_minority:  # the paper's at the other class's constant, ours at a constant (or near the paper's)
+                theirs_at = f"the other class's constant rate ({100.0 - trivial:.1f}%; the trivial rate {trivial:.1f}%)"
+                where = "at a constant predictor's too" if ours_trivial else "within the floor of the paper's"
             return {
                 **cell,
                 "verdict": "cannot decide",
                 "category": "both at the trivial rate",
-                "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {name}, and featlearn's {ours} "
+                "reason": f"the paper's {theirs} lies within {floor:g}{unit} of {theirs_at}, and featlearn's {ours} "
                 f"{where}: {same}, so the cell says nothing about the method.",
             }
         if ours_trivial and not paper_trivial and held and not degenerate:
@@ -368,7 +376,9 @@ def judge(
                 reason = f"featlearn's {method} {what}: its neurons did not align, where the paper's {theirs} is above."
                 category = known["category"] if known is not None and not degenerate else FAILED_FIT
             reason += f" {known['reason']}" if known is not None else ""
-            return {**cell, "verdict": "differs", "category": category, "reason": reason}
+            # A frozen layer's cosine whose paper value its measurements cannot tell from a random draw: ○.
+            verdict = "cannot decide" if category == UNDECIDABLE else "differs"
+            return {**cell, "verdict": verdict, "category": category, "reason": reason}
     if held and degenerate_seeds and trivial_kind:
         reason = (
             f"{degenerate_seeds} of featlearn's {n} seeds of {method} degenerated (DegenerateRuns: one class "
@@ -395,7 +405,10 @@ def judge(
         if interval is not None and paper_interval is not None and relation in ("<", ">"):
             edge = paper_interval[0] if relation == "<" else paper_interval[1]
         return {**cell, "verdict": "reproduced", "rules_out": rules_out(column, relation, edge, trivial, rival)}
-    on_claimed_side = relation in ("<", ">") and (mean < paper_value if relation == "<" else mean > paper_value)
+    # Past the bound (by the margin, where there is one): within the margin of the other side is the same value,
+    # so a mean there is not on the claimed side, and the relation differs.
+    bound = paper_value - margin if relation == "<" else paper_value + margin
+    on_claimed_side = relation in ("<", ">") and (mean < bound if relation == "<" else mean > bound)
     if on_claimed_side and interval is None:
         # The mean is on the claimed side, only the seeds' spread crosses the bound: no evidence either way.
         return {
@@ -406,9 +419,9 @@ def judge(
                 f"featlearn's mean {mean:.3g} lies on the paper's side of {paper_value:g}, but its seeds' spread "
                 f"({allowed:.3g}, std_multiple x std) crosses it: neither the bound nor its opposite is shown."
                 if not margin
-                else f"featlearn's mean {mean:.3g} lies on the claimed side of {paper_value:g}, but not by the floor "
-                f"({margin:g}) beyond its seeds' spread ({allowed:.3g}, std_multiple x std): two values within the "
-                "floor of each other are the same value, so neither the claim nor its opposite is shown."
+                else f"featlearn's mean {mean:.3g} lies past {paper_value:g} by more than the floor ({margin:g}), but "
+                f"its seeds' spread ({allowed:.3g}, std_multiple x std) reaches back within it: neither the claim "
+                "nor its opposite is shown."
             )
             + (f" {known['reason']}" if known is not None else ""),
         }
@@ -566,6 +579,13 @@ def paper_below_trivial(paper_value: float | None, trivial: float | None, floor:
     """
     if column not in TRIVIAL_SETS or paper_value is None or trivial is None or paper_value >= trivial - floor:
         return None
+    other = 100.0 - trivial  # the constant prediction of the other class
+    if abs(paper_value - other) <= floor:
+        return (
+            f"The paper's own {paper_value:.1f}% lies below the trivial rate of this set ({trivial:.1f}%, a constant "
+            f"predictor) and within {floor:g} points of the other class's constant ({other:.1f}%): the paper's "
+            "classifier may predict the minority class throughout."
+        )
     return (
         f"The paper's own {paper_value:.1f}% lies below the trivial rate of this set ({trivial:.1f}%, a constant "
         "predictor): possible for a classifier without an output bias, else a contradiction in the paper."

@@ -95,6 +95,19 @@ def test_a_method_at_the_trivial_rate_where_the_paper_is_not_is_a_failed_fit():
     assert "scores 96.2%, within 3 points of the trivial rate (95.1%" in off["reason"]
 
 
+def test_a_paper_value_at_the_other_classs_constant_is_a_constant_predictor_too():
+    # E.1.2's One Step: the paper's 44.1 on a set whose majority is 58.4% lies within the floor of 41.6, the
+    # constant prediction of the minority class. Ours at the majority's constant: two constants, nothing decided.
+    readout = judge(44.1, [58.3, 58.5], "train", "E.1.2", "One Step (SGD readout)", RULES, trivial=58.4)
+    assert (readout["verdict"], readout["category"]) == ("cannot decide", "both at the trivial rate")
+    assert "the other class's constant rate (41.6%; the trivial rate 58.4%)" in readout["reason"]
+    # Ours far from both constants differs, and the reason says where the paper's number sits.
+    best = judge(44.1, [99.9, 100.0], "train", "E.1.2", "One Step", RULES, trivial=58.4)
+    assert best["verdict"] == "differs" and "within 3 points of the other class's constant (41.6%)" in best["reason"]
+    # On a balanced set the two constants are one: nothing changes.
+    assert judge(100.0, [50.3], "train", "E.1.1", "N", RULES, trivial=50.1)["category"] == FAILED_FIT
+
+
 def test_a_value_within_the_floor_of_both_the_paper_and_the_trivial_rate_cannot_decide():
     # E.1.2's Network w/o structure: 97.1 against the paper's 100 and a 95.1% trivial rate. The floor
     # tells it neither from the paper's fit nor from a constant predictor: no ✓, and no failed fit either.
