@@ -455,9 +455,10 @@ def relation_margin(claim: dict, rules: dict, interval: list | tuple | None) -> 
     if "right" not in claim or claim.get("relation") not in ("<", ">") or left.get("statistic") or interval:
         return 0.0
     metric = left.get("metric", "")
-    if metric not in TRIVIAL_SETS and metric not in TRIVIAL_AT_START:
+    tolerance = (rules.get("tolerances") or {}).get(metric)
+    if (metric not in TRIVIAL_SETS and metric not in TRIVIAL_AT_START) or not tolerance:
         return 0.0
-    return float(rules["tolerances"][metric]["absolute"])
+    return float(tolerance["absolute"])
 
 
 def shown_interval(low: float, high: float) -> str:
