@@ -777,6 +777,8 @@ def short_reason(text: str, limit: int = SHORT_REASON) -> str:
         if len(short) + len(sentence) + 1 > limit - 2:
             break
         short = f"{short} {sentence}".strip()
+    if short.endswith(":"):  # a cut before what the colon announces: say that more follows
+        short = short[:-1] + " …"
     return short or text[: limit - 1].rsplit(" ", 1)[0] + " …"
 
 

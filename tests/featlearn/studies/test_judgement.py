@@ -440,6 +440,9 @@ def test_a_long_reason_is_cut_at_a_sentence():
     # Not after an abbreviation: "(App." would dangle before the note's link.
     cited = "It is the best classifier (App. E.1: one). See eq. (4) and Fig. 2 there. " + "More words " * 40 + "."
     assert short_reason(cited) == "It is the best classifier (App. E.1: one). See eq. (4) and Fig. 2 there."
+    # Cut after a colon, the cut says that what it announces follows.
+    announced = "The step erases the weights: " + "Section 5.1 says so at length " * 20 + "."
+    assert short_reason(announced) == "The step erases the weights …"
 
 
 def test_a_relation_against_a_rival_weaker_than_the_papers_is_undecided():
