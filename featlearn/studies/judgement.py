@@ -965,9 +965,10 @@ def relation_undecided(
       paper's value of that method and metric, more than the floor away): the paper's spread
       is of its own fit, and a spread of another fit cannot confirm or refute it;
     * an upper bound on a method's accuracy ("X fails": below a fixed value) that featlearn's
-      run of X meets while it sits within the floor of its trivial rate or some of its seeds
-      degenerated, the trivial rate itself below the bound: a constant predictor passes the
-      same bound, so the ✓ would say featlearn's run failed, not that the method does;
+      run of X meets while it sits within the floor of its trivial rate, some of its seeds
+      degenerated, or it falls more than the floor below the paper's own X (``paper_value``),
+      the trivial rate itself below the bound: a constant predictor, or a weaker fit, passes
+      the same bound, so the ✓ would say featlearn's run failed, not that the method does;
     * "tests at chance" (the right side a Trivial row) of a method that does not fit its own
       training set either: chance on the test set then says nothing about generalisation;
     * a comparison with a method that is a failed fit (degenerate seeds, or at its trivial rate);
@@ -1022,6 +1023,12 @@ def relation_undecided(
             why = (
                 f"featlearn's {left['method']} sits within the floor of its trivial rate "
                 f"({mean:.1f}% against {trivial:.1f}%)"
+            )
+        elif paper_value is not None and mean < paper_value - floor:
+            return (
+                f"featlearn's {left['method']} ({mean:.1f}%) falls more than the floor below the paper's "
+                f"({paper_value:.1f}%, this item's table): a weaker fit than the paper's passes the bound by its "
+                "weakness, so it cannot tell the method failing from featlearn's run of it failing"
             )
         else:
             return None

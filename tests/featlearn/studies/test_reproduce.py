@@ -486,6 +486,14 @@ def test_claims_are_judged_as_relations_between_measurements_or_say_why_not():
     assert verdicts["degenerate"].verdict == "cannot decide"
     assert "1 of featlearn's 2 seeds of NTK degenerated" in verdicts["degenerate"].reason
     assert verdicts["learned"].verdict == "reproduced"  # 84.5, clear of 50: the method itself falls short
+    # ... unless featlearn's run of it is weaker than the paper's own: an under-fit baseline fails by its weakness.
+    stronger = {("S", "NTK"): {"test": 90.0}}  # the paper's NTK at 90.0, ours at 84.5: 5.5 below
+    weaker = relations_by_words(plan, {"R": {"status": "run", "results": learned}}, rules, stronger)["the NTK fails"]
+    assert weaker.verdict == "cannot decide" and "falls more than the floor below the paper's (90.0%" in weaker.reason
+    level = {("S", "NTK"): {"test": 86.4}}  # within the floor of ours: the same fit, judged
+    assert relations_by_words(plan, {"R": {"status": "run", "results": learned}}, rules, level)[
+        "the NTK fails"
+    ].verdict == "reproduced"
     # A bound the run breaks is refuted whatever its degenerate seeds; one a constant would fail is judged too.
     breaks = {**results, "NTK": {"test_acc": [99.0, 99.5], "test_majority": [50.0, 50.0], "degenerate": [True, False]}}
     refuted = relations_by_words(plan, {"R": {"status": "run", "results": breaks}}, rules)["the NTK fails"]
