@@ -261,8 +261,9 @@ def write_report(
         f"Regenerate: `{regenerate_command(plan.paper, args.scale, args.only)}`."
     )
     caveats = calibration_caveats(plan, outcomes) + fitted_here_caveat(plan)
+    leads = calibration_leads(plan, outcomes)
     md += ["", headline(claims, args.only), ""]
-    md += [line + "\n" for line in caveats]
+    md += [line + "\n" for line in leads]
     md += claims_matrix(claims, headings, notes)
     counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
@@ -276,6 +277,11 @@ def write_report(
         f"invocation(s), peak resident memory {max(r['peak_rss_gib'] for r in invocations):.2f} GiB, on "
         f"{wall['machine']} (each invocation in `results.json`).",
     ]
+    if caveats:  # in full, below the claims matrix: the first screen holds their leads
+        label = f"**{CONSTANTS_HEADING}**: "  # the section's heading says it
+        md += ["", f"## {CONSTANTS_HEADING}", ""]
+        md += [(line[len(label)].upper() + line[len(label) + 1 :] if line.startswith(label) else line) + "\n"
+               for line in caveats]  # fmt: skip
     md += ["", *judgement_lines(plan, cells), "", *conclusions(plan, outcomes, cells)]
     figures: dict[str, list[Path]] = {}
     for item in plan.items:
@@ -333,6 +339,7 @@ def write_report(
             "item": item.id,
             "chosen": outcomes[item.id].get("chosen"),
             "caveats": caveats,
+            "leads": leads,
             "table": ITEM_KINDS[item.kind].lines(outcomes[item.id]),
         }
         for item in plan.items
@@ -389,6 +396,10 @@ def scored(name: str, values: dict, errors: dict | None = None) -> str:
     return f"*{name}* (J {values[name]:.3f}{spread})"
 
 
+#: The report's section that holds the calibration's caveats in full (the first screen holds their leads).
+CONSTANTS_HEADING = "The constants these verdicts rest on"
+
+
 def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     """One line per objective the items take their constants from: the choice, and what it was not told from.
 
@@ -419,7 +430,7 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         smallest = min([chosen, *tied], key=lambda name: values.get(name, math.inf))
         if smallest != chosen and chosen == (outcome.get("defaults") or {}).get(objective):
             text = (
-                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) kept its "
+                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration.id}) kept its "
                 f"default, {scored(chosen, values, errors)} (the candidates file's reading of the process the paper's "
                 f"text gives; the paper states no values), by the objective *{objective}*: the smallest J, that of "
                 f"{scored(smallest, values, errors)}, lies within two standard errors of the default's, and the "
@@ -454,7 +465,7 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
             tied = [name for name in tied if name != smallest]
         else:
             text = (
-                f"**The constants these verdicts rest on**: the calibration (item {calibration.id}) chose "
+                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration.id}) chose "
                 f"{scored(chosen, values, errors)} by the objective *{objective}*; {runs_at}."
             )
         if tied:
@@ -473,6 +484,42 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
             )
         lines.append(text)
     return lines
+
+
+def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
+    """The first screen's short form of ``calibration_caveats`` and ``fitted_here_caveat``: one line, then a link.
+
+    A referee must see, before the claims matrix, which constants the verdicts rest on and
+    whether the calibration told them from the rest; the numbers that say how (J and its
+    spread, what each candidate meets) are in the section ``CONSTANTS_HEADING``, which the
+    line links to.
+    """
+    calibration = next((i for i in plan.items if i.kind == "calibration"), None)
+    outcome = outcomes.get(calibration.id) if calibration else None
+    parts = []
+    if outcome and outcome.get("status") == "run":
+        for objective in dict.fromkeys(i.constants for i in plan.items if i.constants):
+            chosen = (outcome.get("chosen") or {}).get(objective)
+            if chosen is None:
+                continue
+            tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
+            face = (outcome.get("at_face_value") or {}).get(objective)
+            default = chosen == (outcome.get("defaults") or {}).get(objective)
+            how = "kept its default" if default and tied else "chose"
+            text = f"the calibration (item {calibration.id}) {how} *{chosen}* by the objective *{objective}*"
+            if tied:
+                text += f", which does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
+            if face and face != chosen:
+                text += f"; with degenerate seeds at face value it would choose *{face}*"
+            users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
+            parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
+    fitted = [item.id for item in plan.items if item.fitted_here]
+    if fitted:
+        parts.append(f"process choices made on a table's own runs, whose cells hold by construction: {', '.join(fitted)}")
+    if not parts:
+        return []
+    link = f"[What each choice decides, in full](#{anchor(CONSTANTS_HEADING)})"
+    return [f"**{CONSTANTS_HEADING}**: {'; '.join(parts)}. {link}."]
 
 
 def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "") -> list[str]:
@@ -779,11 +826,16 @@ def summary_table(out: Path) -> str:
         claim.cells = [cell for cell in cells if cell.claim == claim.id]
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
     only = summary.get("only")
-    caveats = [line for calibration in content.get("calibrations") or [] for line in calibration.get("caveats") or []]
-    lines = [headline(claims, only), "", *[line + "\n" for line in caveats]]
+    calibrations = content.get("calibrations") or []
+    caveats = [line for calibration in calibrations for line in calibration.get("caveats") or []]
+    # Their leads on the first screen, linked to the report's section; a report written before leads: in full.
+    leads = [line.replace("](#", f"]({link}#") for c in calibrations for line in c.get("leads", c.get("caveats")) or []]
+    lines = [headline(claims, only), "", *[line + "\n" for line in leads]]
     lines += [*claims_matrix(claims, content["sections"], None, link=link), "", ""]
     text = "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
-    for calibration in content.get("calibrations") or []:  # the constants chosen once, and on what
+    for calibration in calibrations:  # the constants chosen once, and on what
+        if "leads" in calibration:
+            text += "\n" + "\n\n".join(caveats) + "\n"
         text += f"\nThe calibration ({calibration['item']}):\n" + "\n".join(calibration["table"]) + "\n"
     return text
 

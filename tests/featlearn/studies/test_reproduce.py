@@ -57,7 +57,9 @@ from featlearn.studies.plan import (
 )
 from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.report_page import (
+    CONSTANTS_HEADING,
     calibration_caveats,
+    calibration_leads,
     calibration_conclusion,
     conclusions,
     fitted_here_caveat,
@@ -1318,6 +1320,35 @@ def test_the_first_screen_says_what_the_calibration_did_not_tell_its_choice_from
     assert "chose *erasing*, its default (kept on a tie; the paper states no values)" in calibration_conclusion(
         kept_default
     )
+
+
+def test_the_first_screen_holds_one_line_on_the_constants_and_links_to_them_in_full():
+    """The referee sees the choice and whether J told it from the rest; J's numbers are a section away."""
+    fitted = {"why": "The biases stay fixed from step 2.", "cells": [["Network", "train"]]}
+    items = [
+        Item("C", "C", ["shi_parity"], kind="calibration", study="calibration/shi_table1"),
+        Item("A", "A", ["shi_parity"], constants="Table 1"),
+        Item("B", "B", ["shi_parity"], fitted_here=fitted),
+    ]
+    plan = Plan("shi2022", "t", {}, items, "")
+    outcome = {
+        "status": "run",
+        "chosen": {"Table 1": "erasing"},
+        "defaults": {"Table 1": "erasing"},
+        "tied": {"Table 1": ["erasing", "kept", "kept 18"]},
+        "at_face_value": {"Table 1": "erasing"},
+        "values": {"Table 1": {"erasing": 0.154, "kept": 0.126}},
+    }
+    (lead,) = calibration_leads(plan, {"C": outcome})
+    assert lead.startswith(f"**{CONSTANTS_HEADING}**: the calibration (item C) kept its default *erasing* by the ")
+    assert "which does not tell it from 2 other candidates (the items that run at it: A)" in lead
+    assert "hold by construction: B." in lead and lead.endswith("(#the-constants-these-verdicts-rest-on).")
+    assert "J 0." not in lead and len(lead) < len(calibration_caveats(plan, {"C": outcome})[0])  # the numbers: below
+    chose = {**outcome, "chosen": {"Table 1": "kept"}, "tied": {}, "at_face_value": {"Table 1": "erasing"}}
+    (lead,) = calibration_leads(plan, {"C": chose})
+    assert "(item C) chose *kept* by" in lead and "at face value it would choose *erasing*" in lead
+    assert "does not tell" not in lead
+    assert calibration_leads(Plan("p", "t", {}, [Item("X", "X", [])], ""), {}) == []
 
 
 def test_a_diagnostic_method_is_judged_and_shown_but_never_counted_in_the_papers_claims(tmp_path):
