@@ -515,7 +515,8 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
             parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
     fitted = [item.id for item in plan.items if item.fitted_here]
     if fitted:
-        parts.append(f"process choices made on a table's own runs, whose cells hold by construction: {', '.join(fitted)}")
+        choices = "process choices made on a table's own runs, whose cells hold by construction"
+        parts.append(f"{choices}: {', '.join(fitted)}")
     if not parts:
         return []
     link = f"[What each choice decides, in full](#{anchor(CONSTANTS_HEADING)})"

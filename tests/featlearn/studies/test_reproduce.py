@@ -59,8 +59,8 @@ from featlearn.studies.report_items import ITEM_KINDS
 from featlearn.studies.report_page import (
     CONSTANTS_HEADING,
     calibration_caveats,
-    calibration_leads,
     calibration_conclusion,
+    calibration_leads,
     conclusions,
     fitted_here_caveat,
     item_table,
