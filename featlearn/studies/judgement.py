@@ -657,6 +657,25 @@ def by_construction(rules: dict, setting: str, method: str, column: str, process
     return None if entry is None else str(entry["why"]).strip()
 
 
+def side_by_construction(claim: dict, rules: dict, setting: str, process: str | None) -> str | None:
+    """Why a relation that holds follows from a side's value that holds by construction (:func:`by_construction`).
+
+    One measurement, one verdict: where the judgement file lists a side's cell (method and
+    metric, in this item's setting and process) as following from featlearn's own process or
+    from the calibrated table, a relation that holds with it holds for that reason too; one that
+    fails stays failed.
+    """
+    metric = claim["left"]["metric"]
+    sides = [(claim["left"]["method"], metric)]
+    if "right" in claim:
+        sides.append((claim["right"]["method"], claim["right"].get("metric", metric)))
+    for method, column in sides:
+        why = by_construction(rules, setting, method, column, process)
+        if why is not None:
+            return f"{method}'s side holds by construction: {why.rstrip('.')}."
+    return None
+
+
 def method_in(method: str, patterns: list[str] | None) -> bool:
     """Whether ``method`` matches one of a judgement file's method patterns (``features_frozen_before_fit``, ...)."""
     return any(fnmatchcase(method, p) for p in patterns or [])
@@ -1380,6 +1399,11 @@ def collect_relations(plan: Plan, outcomes: dict[str, dict], rules: dict, number
             )  # fmt: skip
             if passes and judged["verdict"] == "reproduced":
                 judged = {**judged, "verdict": "cannot decide", "category": RIVAL_PASSES, "reason": passes + "."}
+                judged.pop("rules_out", None)
+            process = (outcome.get("constants") or {}).get("candidate")
+            side = side_by_construction(claim, rules, item.setting or "", process)
+            if side and judged["verdict"] == "reproduced":  # it holds because a side holds by construction
+                judged = {**judged, "verdict": "by construction", "category": BUILT_IN, "reason": side}
                 judged.pop("rules_out", None)
             if interval is not None:
                 cell.interval = list(interval)

@@ -507,8 +507,14 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
             default = chosen == (outcome.get("defaults") or {}).get(objective)
             how = "kept its default" if default and tied else "chose"
             text = f"the calibration (item {calibration.id}) {how} *{chosen}* by the objective *{objective}*"
+            met = (outcome.get("met_all") or {}).get(objective) or {}
+            if chosen in met:  # how much of the table the constants held fixed elsewhere reproduce
+                within, total = met[chosen]
+                most = max(count for count, _ in met.values())
+                text += f", meeting {within} of its {total} numbers within the floors"
+                text += f" (no candidate meets more than {most})" if most < total else ""
             if tied:
-                text += f", which does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
+                text += f"; its J does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
             if face and face != chosen:
                 text += f"; with degenerate seeds at face value it would choose *{face}*"
             users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
@@ -607,7 +613,9 @@ def judgement_lines(plan: Plan, cells: list[Cell]) -> list[str]:
         "- ≡ holds by construction: a value that follows from featlearn's own process or code (a spread at the "
         "ceiling, featlearn against itself under a symmetry its algorithm has, a value the paper does not state), "
         "listed with its why in the judgement file's `by_construction`, or a match on the table a calibration "
-        "fitted the paper's open constants to (the objective's own cells); never counted as reproduced"
+        "fitted the paper's open constants to (the objective's own cells) or that the setting makes that table's in "
+        "law (a change the methods cannot see); a relation that holds with such a side holds by construction too; "
+        "never counted as reproduced"
     )
     if any(c.relation in ("<", ">") or c.interval for c in cells):
         md.append(

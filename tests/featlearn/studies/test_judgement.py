@@ -21,6 +21,7 @@ from featlearn.studies.judgement import (
     paper_below_trivial,
     rival_passes,
     short_reason,
+    side_by_construction,
     spread_at_ceiling,
     undecided_cell,
     weaker_rival,
@@ -525,3 +526,20 @@ def test_a_match_of_a_cell_a_process_choice_was_made_on_its_own_table_to_get_hol
         "fitted on this table: the biases stay fixed, chosen on this table. A match here is the fit, not a prediction."
     )
     assert [c.verdict for c in (missed, elsewhere, differs)] == ["reproduced", "reproduced", "differs"]
+
+
+def test_a_relation_that_holds_with_a_side_that_holds_by_construction_names_that_side():
+    """E.2.1's "Network tests above the NTK": the Network's accuracy at d = 100 is Table 1's fit again."""
+    rules = {"by_construction": [
+        {"setting": "E.2.1 d=* (T3)", "processes": ["erasing*"], "method": "Network", "metric": "t*", "why": "d-free."},
+    ]}  # fmt: skip
+    above = {"left": {"method": "Network", "metric": "test"}, "right": {"method": "NTK"}}
+    assert side_by_construction(above, rules, "E.2.1 d=100 (T3)", "erasing (shipped)") == (
+        "Network's side holds by construction: d-free."
+    )
+    below = {"left": {"method": "NTK", "metric": "test"}, "right": {"method": "Network"}}  # either side
+    assert side_by_construction(below, rules, "E.2.1 d=100 (T3)", "erasing (shipped)").startswith("Network's side")
+    assert side_by_construction(above, rules, "E.2.1 d=100 (T3)", "kept, eta1 = 18") is None  # another process
+    assert side_by_construction(above, rules, "E.2.2 ratio 0.8 (T4)", "erasing (shipped)") is None  # another table
+    baselines = {"left": {"method": "RF", "metric": "test"}, "right": {"method": "NTK"}}
+    assert side_by_construction(baselines, rules, "E.2.1 d=100 (T3)", "erasing (shipped)") is None  # measured

@@ -1341,9 +1341,13 @@ def test_the_first_screen_holds_one_line_on_the_constants_and_links_to_them_in_f
     }
     (lead,) = calibration_leads(plan, {"C": outcome})
     assert lead.startswith(f"**{CONSTANTS_HEADING}**: the calibration (item C) kept its default *erasing* by the ")
-    assert "which does not tell it from 2 other candidates (the items that run at it: A)" in lead
+    assert "; its J does not tell it from 2 other candidates (the items that run at it: A)" in lead
     assert "hold by construction: B." in lead and lead.endswith("(#the-constants-these-verdicts-rest-on).")
     assert "J 0." not in lead and len(lead) < len(calibration_caveats(plan, {"C": outcome})[0])  # the numbers: below
+    counted = {**outcome, "met_all": {"Table 1": {"erasing": (7, 12), "kept": (5, 12), "kept 18": (8, 12)}}}
+    assert "*Table 1*, meeting 7 of its 12 numbers within the floors (no candidate meets more than 8); its J" in (
+        calibration_leads(plan, {"C": counted})[0]
+    )
     chose = {**outcome, "chosen": {"Table 1": "kept"}, "tied": {}, "at_face_value": {"Table 1": "erasing"}}
     (lead,) = calibration_leads(plan, {"C": chose})
     assert "(item C) chose *kept* by" in lead and "at face value it would choose *erasing*" in lead
