@@ -264,7 +264,7 @@ def write_report(
     leads = calibration_leads(plan, outcomes)
     md += ["", headline(claims, args.only), ""]
     md += [line + "\n" for line in leads]
-    md += claims_matrix(claims, headings, notes)
+    md += claims_matrix(claims, headings, notes, floors=floors)
     counts, diagnostic = verdict_counts(cells), verdict_counts(cells, diagnostic=True)
     md += ["", "Cells (a number of a table, or a relation; diagnostic items' apart): " + count_text(counts)
            + (f"; diagnostic items: {count_text(diagnostic)}" if any(diagnostic.values()) else "") + "."]  # fmt: skip
@@ -529,7 +529,9 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
     return [f"**{CONSTANTS_HEADING}**: {'; '.join(parts)}. {link}."]
 
 
-def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "") -> list[str]:
+def claims_matrix(
+    claims: list[Claim], headings: dict[str, str], notes: Notes | None, link: str = "", floors: dict | None = None
+) -> list[str]:
     """One line per claim: its words, its place, what is tested, featlearn's number, the verdict and its evidence.
 
     The numbers are those of the cell that decides the claim (the first whose verdict is the
@@ -538,7 +540,9 @@ def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | 
     side's featlearn value, named by its method: never a featlearn number under the paper's
     name. The evidence links to the item's section
     (``link`` before the anchor: the report's path where the matrix is shown elsewhere), and a
-    long reason to its note (``notes``; None: the reason's first sentences alone).
+    long reason to its note (``notes``; None: the reason's first sentences alone). ``floors``
+    (column -> the floor) shows the margin a bound between two methods must clear, as the
+    relations table does: "> One Step's 0.998" alone would read as passed by 0.999.
     """
     lines = ["| Claim | Place | Tested | featlearn | Verdict |", "|---|---|---|---|---|"]
     for claim in sorted(claims, key=lambda c: c.diagnostic):
@@ -550,7 +554,7 @@ def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | 
             paper, ours = "", ""
             evidence = f"not measured: {notes.cite(why) if notes is not None else short_reason(' '.join(why.split()))}"
         else:
-            paper, ours = matrix_numbers(deciding)
+            paper, ours = matrix_numbers(deciding, floors)
             others = len(claim.cells) - 1
             ours += f" (+{others} cell{'s' if others > 1 else ''})" if others else ""
             section = f"{link}#{anchor(headings.get(deciding.item, deciding.item))}"
@@ -565,8 +569,11 @@ def claims_matrix(claims: list[Claim], headings: dict[str, str], notes: Notes | 
     return lines
 
 
-def matrix_numbers(cell: Cell) -> tuple[str, str]:
-    """A cell's two sides as the claims matrix shows them: the paper's (or the other side's) value, and featlearn's."""
+def matrix_numbers(cell: Cell, floors: dict | None = None) -> tuple[str, str]:
+    """A cell's two sides as the claims matrix shows them: the paper's (or the other side's) value, and featlearn's.
+
+    A bound between two methods' means shows the floor it must clear (``floors``: column -> floor).
+    """
     if cell.paper is None and cell.mean is None:
         return "", ""
     decimals = _decimals(cell.metric) if cell.metric in {c for c, _, _, _ in COLUMNS} else 2
@@ -576,6 +583,10 @@ def matrix_numbers(cell: Cell) -> tuple[str, str]:
         statistic = f" ({cell.metric_statistic})" if cell.metric_statistic else ""
         value = _format(cell.paper, decimals)
         paper = f"{cell.left} {cell.metric}{statistic} {relation} {side}{value}"
+        floor = (floors or {}).get(cell.metric)
+        between = cell.reference and relation in ("<", ">") and not cell.metric_statistic and not cell.interval
+        if floor and between and cell.paper is not None and cell.metric in ("train", "test", "cos"):
+            paper += f" {'+' if relation == '>' else '-'} {floor:g} (the floor)"
     else:
         paper = f"{cell.method} {cell.metric} {relation} {_format(cell.paper, decimals)}"
     paper += interval_text(cell.paper_interval, decimals)
@@ -840,7 +851,12 @@ def summary_table(out: Path) -> str:
     # Their leads on the first screen, linked to the report's section; a report written before leads: in full.
     leads = [line.replace("](#", f"]({link}#") for c in calibrations for line in c.get("leads", c.get("caveats")) or []]
     lines = [headline(claims, only), "", *[line + "\n" for line in leads]]
-    lines += [*claims_matrix(claims, content["sections"], None, link=link), "", ""]
+    try:  # the floors of its paper's judgement file, shown beside a bound between two methods
+        tolerances = judgement_rules(summary["paper"]).get("tolerances", {})
+    except FileNotFoundError:  # a paper featlearn does not ship: the values alone
+        tolerances = {}
+    floors = {column: float(t["absolute"]) for column, t in tolerances.items()}
+    lines += [*claims_matrix(claims, content["sections"], None, link=link, floors=floors), "", ""]
     text = "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
     for calibration in calibrations:  # the constants chosen once, and on what
         if "leads" in calibration:

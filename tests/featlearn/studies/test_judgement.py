@@ -423,6 +423,21 @@ def test_a_claims_cells_follow_its_patterns_so_the_file_says_which_speaks_first(
     assert "Two Step cos" in matrix[2] and "One Step" not in matrix[2]  # the deciding cell is the subject's
 
 
+def test_the_claims_matrix_shows_the_floor_a_bound_between_two_methods_must_clear():
+    """"Two Step cos > One Step's 0.998" beside 0.999 reads as passed; the floor it missed must be there too."""
+    cell = Cell("E.1.1", "T1", "relation: Two Step's cosine is above One Step's", "cos", ">", "One Step")
+    cell.update(kind="relation", left="Two Step", paper=0.998, mean=0.999, verdict="differs", category="c")
+    entries = [{"id": "a", "place": "T1", "words": "w", "cells": [{"method": "relation: *"}]}]
+    (claim,) = assign_claims(entries, [cell], {})
+    row = claims_matrix([claim], {}, None, floors={"cos": 0.05})[2]
+    assert "Two Step cos > One Step's 0.998 + 0.05 (the floor)" in row
+    assert "(the floor)" not in claims_matrix([claim], {}, None)[2]  # no floors given: the values alone
+    spread = Cell("E.1.1", "T1", "relation: the NTK's spread", "test", ">")
+    spread.update(kind="relation", left="NTK", paper=0.5, mean=4.7, metric_statistic="std over 5 seeds", verdict="c")
+    (claim,) = assign_claims(entries, [spread], {})
+    assert "(the floor)" not in claims_matrix([claim], {}, None, floors={"test": 3.0})[2]  # a bound, not two means
+
+
 def test_a_cell_takes_only_its_own_fields():
     cell = Cell("E.1.1", "T1", "Network", "test")
     cell.update(verdict="reproduced", mean=100.0)
