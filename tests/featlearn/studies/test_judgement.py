@@ -558,3 +558,11 @@ def test_a_relation_that_holds_with_a_side_that_holds_by_construction_names_that
     assert side_by_construction(above, rules, "E.2.2 ratio 0.8 (T4)", "erasing (shipped)") is None  # another table
     baselines = {"left": {"method": "RF", "metric": "test"}, "right": {"method": "NTK"}}
     assert side_by_construction(baselines, rules, "E.2.1 d=100 (T3)", "erasing (shipped)") is None  # measured
+
+
+def test_a_mean_at_the_trivial_rate_whose_seeds_scatter_is_not_a_failed_fit():
+    """RF on weighted imbalanced data: four seeds at 80-85%, one at 69%, mean 80.4 at an 80% trivial rate."""
+    scattered = judge(70.4, [80.0, 83.7, 69.0, 84.9, 84.3], "test", "E.2.2", "RF", RULES, trivial=80.2)
+    assert scattered["verdict"] == "differs" and scattered["category"] != FAILED_FIT
+    constant = judge(70.4, [80.1, 80.3, 79.9, 80.2, 80.4], "test", "E.2.2", "RF", RULES, trivial=80.2)
+    assert constant["verdict"] == "differs" and constant["category"] == FAILED_FIT  # every seed at the rate
