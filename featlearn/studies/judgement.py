@@ -367,7 +367,8 @@ def judge(
             return {**cell, "verdict": "cannot decide", "category": NEAR_BOTH, "reason": reason}
         # A failed fit is a constant predictor: a mean near the trivial rate whose seeds scatter well past it
         # (one below, four above: RF on weighted imbalanced data) is a fit that differs, not one that failed.
-        scattered = not degenerate and trivial is not None and any(abs(v - trivial) > 2 * floor for v in values if v is not None)
+        far = [v for v in values or [] if v is not None and trivial is not None and abs(v - trivial) > 2 * floor]
+        scattered = bool(far) and not degenerate
         if ours_trivial and not paper_trivial and not scattered:
             if column in TRIVIAL_SETS:
                 near = f"scores {ours}, within {floor:g}{unit} of {name}"
