@@ -400,6 +400,25 @@ def scored(name: str, values: dict, errors: dict | None = None) -> str:
 CONSTANTS_HEADING = "The constants these verdicts rest on"
 
 
+def calibration_choices(plan: Plan, outcomes: dict) -> Iterable[tuple[str, dict, str, str, list[str], str | None]]:
+    """Each objective the items take their constants from, with the run calibration's choice for it.
+
+    Yields:
+        (the calibration item's id, its outcome, the objective, the chosen candidate, the other
+        candidates J does not tell from it, the choice with degenerate seeds at face value).
+    """
+    calibration = next((i for i in plan.items if i.kind == "calibration"), None)
+    outcome = outcomes.get(calibration.id) if calibration else None
+    if not outcome or outcome.get("status") != "run":
+        return
+    for objective in dict.fromkeys(i.constants for i in plan.items if i.constants):
+        chosen = (outcome.get("chosen") or {}).get(objective)
+        if chosen is None:
+            continue
+        tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
+        yield calibration.id, outcome, objective, chosen, tied, (outcome.get("at_face_value") or {}).get(objective)
+
+
 def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     """One line per objective the items take their constants from: the choice, and what it was not told from.
 
@@ -408,17 +427,8 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     J), or would choose another with degenerate seeds at face value, a reader must see it before
     the claims.
     """
-    calibration = next((i for i in plan.items if i.kind == "calibration"), None)
-    outcome = outcomes.get(calibration.id) if calibration else None
-    if not outcome or outcome.get("status") != "run":
-        return []
     lines = []
-    for objective in dict.fromkeys(i.constants for i in plan.items if i.constants):
-        chosen = (outcome.get("chosen") or {}).get(objective)
-        if chosen is None:
-            continue
-        tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
-        face = (outcome.get("at_face_value") or {}).get(objective)
+    for calibration_id, outcome, objective, chosen, tied, face in calibration_choices(plan, outcomes):
         values = (outcome.get("values") or {}).get(objective) or {}
         errors = (outcome.get("errors") or {}).get(objective) or {}
         face_values = (outcome.get("face_values") or {}).get(objective) or {}
@@ -430,7 +440,7 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
         smallest = min([chosen, *tied], key=lambda name: values.get(name, math.inf))
         if smallest != chosen and chosen == (outcome.get("defaults") or {}).get(objective):
             text = (
-                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration.id}) kept its "
+                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration_id}) kept its "
                 f"default, {scored(chosen, values, errors)} (the candidates file's reading of the process the paper's "
                 f"text gives; the paper states no values), by the objective *{objective}*: the smallest J, that of "
                 f"{scored(smallest, values, errors)}, lies within two standard errors of the default's, and the "
@@ -465,7 +475,7 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
             tied = [name for name in tied if name != smallest]
         else:
             text = (
-                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration.id}) chose "
+                f"**{CONSTANTS_HEADING}**: the calibration (item {calibration_id}) chose "
                 f"{scored(chosen, values, errors)} by the objective *{objective}*; {runs_at}."
             )
         if tied:
@@ -494,31 +504,23 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
     spread, what each candidate meets) are in the section ``CONSTANTS_HEADING``, which the
     line links to.
     """
-    calibration = next((i for i in plan.items if i.kind == "calibration"), None)
-    outcome = outcomes.get(calibration.id) if calibration else None
     parts = []
-    if outcome and outcome.get("status") == "run":
-        for objective in dict.fromkeys(i.constants for i in plan.items if i.constants):
-            chosen = (outcome.get("chosen") or {}).get(objective)
-            if chosen is None:
-                continue
-            tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
-            face = (outcome.get("at_face_value") or {}).get(objective)
-            default = chosen == (outcome.get("defaults") or {}).get(objective)
-            how = "kept its default" if default and tied else "chose"
-            text = f"the calibration (item {calibration.id}) {how} *{chosen}* by the objective *{objective}*"
-            met = (outcome.get("met_all") or {}).get(objective) or {}
-            if chosen in met:  # how much of the table the constants held fixed elsewhere reproduce
-                within, total = met[chosen]
-                most = max(count for count, _ in met.values())
-                text += f", meeting {within} of its {total} numbers within the floors"
-                text += f" (no candidate meets more than {most})" if most < total else ""
-            if tied:
-                text += f"; its J does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
-            if face and face != chosen:
-                text += f"; with degenerate seeds at face value it would choose *{face}*"
-            users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
-            parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
+    for calibration_id, outcome, objective, chosen, tied, face in calibration_choices(plan, outcomes):
+        default = chosen == (outcome.get("defaults") or {}).get(objective)
+        how = "kept its default" if default and tied else "chose"
+        text = f"the calibration (item {calibration_id}) {how} *{chosen}* by the objective *{objective}*"
+        met = (outcome.get("met_all") or {}).get(objective) or {}
+        if chosen in met:  # how much of the table the constants held fixed elsewhere reproduce
+            within, total = met[chosen]
+            most = max(count for count, _ in met.values())
+            text += f", meeting {within} of its {total} numbers within the floors"
+            text += f" (no candidate meets more than {most})" if most < total else ""
+        if tied:
+            text += f"; its J does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
+        if face and face != chosen:
+            text += f"; with degenerate seeds at face value it would choose *{face}*"
+        users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
+        parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
     fitted = [item.id for item in plan.items if item.fitted_here]
     if fitted:
         choices = "process choices made on a table's own runs, whose cells hold by construction"
