@@ -849,7 +849,6 @@ def summary_table(out: Path) -> str:
     link = f"{Path(out).absolute().parent.name}/{Path(out).name}/report.md"
     only = summary.get("only")
     calibrations = content.get("calibrations") or []
-    caveats = [line for calibration in calibrations for line in calibration.get("caveats") or []]
     # Their leads on the first screen, linked to the report's section; a report written before leads: in full.
     leads = [line.replace("](#", f"]({link}#") for c in calibrations for line in c.get("leads", c.get("caveats")) or []]
     lines = [headline(claims, only), "", *[line + "\n" for line in leads]]
@@ -861,8 +860,8 @@ def summary_table(out: Path) -> str:
     lines += [*claims_matrix(claims, content["sections"], None, link=link, floors=floors), "", ""]
     text = "\n".join(lines) + cell_counts_table(summary, cells, list(VERDICTS), summary["cell_counts"])
     for calibration in calibrations:  # the constants chosen once, and on what
-        if "leads" in calibration:
-            text += "\n" + "\n\n".join(caveats) + "\n"
+        if "leads" in calibration:  # the first screen held their leads: here, in full
+            text += "\n" + "\n\n".join(calibration.get("caveats") or []) + "\n"
         text += f"\nThe calibration ({calibration['item']}):\n" + "\n".join(calibration["table"]) + "\n"
     return text
 
