@@ -325,7 +325,7 @@ def judge(
         paper_trivial = trivial is not None and abs(paper_value - trivial) <= floor
         # An accuracy has two constant predictors: the majority class's rate t and the other class's 100 - t.
         minority = column in TRIVIAL_SETS and trivial is not None and abs(trivial - 50.0) > floor
-        paper_minority = minority and not paper_trivial and abs(paper_value - (100.0 - trivial)) <= floor
+        paper_minority = minority and not paper_trivial and at_other_class(paper_value, trivial, floor)
         paper_trivial = paper_trivial or paper_minority
         if column in TRIVIAL_SETS:
             ours, theirs, unit = f"{mean:.1f}%", f"{paper_value:.1f}%", " points"
@@ -367,8 +367,8 @@ def judge(
             return {**cell, "verdict": "cannot decide", "category": NEAR_BOTH, "reason": reason}
         # A failed fit is a constant predictor: a mean near the trivial rate whose seeds scatter well past it
         # (one below, four above: RF on weighted imbalanced data) is a fit that differs, not one that failed.
-        far = [v for v in values or [] if v is not None and trivial is not None and abs(v - trivial) > 2 * floor]
-        scattered = bool(far) and not degenerate
+        seeds = [v for v in values or [] if v is not None]
+        scattered = not degenerate and trivial is not None and any(abs(v - trivial) > 2 * floor for v in seeds)
         if ours_trivial and not paper_trivial and not scattered:
             if column in TRIVIAL_SETS:
                 near = f"scores {ours}, within {floor:g}{unit} of {name}"
@@ -575,6 +575,11 @@ def rules_out(column: str, relation: str, paper_value: float, trivial: float | N
     return f"a value outside the floor of {paper_value:g}"
 
 
+def at_other_class(value: float, trivial: float, floor: float) -> bool:
+    """Whether an accuracy lies within the floor of the other constant predictor's, 100 - t (t: the majority's rate)."""
+    return abs(value - (100.0 - trivial)) <= floor
+
+
 def paper_below_trivial(paper_value: float | None, trivial: float | None, floor: float, column: str) -> str | None:
     """A flag for a paper accuracy more than the floor below its own set's trivial rate, or None.
 
@@ -584,12 +589,11 @@ def paper_below_trivial(paper_value: float | None, trivial: float | None, floor:
     """
     if column not in TRIVIAL_SETS or paper_value is None or trivial is None or paper_value >= trivial - floor:
         return None
-    other = 100.0 - trivial  # the constant prediction of the other class
-    if abs(paper_value - other) <= floor:
+    if at_other_class(paper_value, trivial, floor):
         return (
             f"The paper's own {paper_value:.1f}% lies below the trivial rate of this set ({trivial:.1f}%, a constant "
-            f"predictor) and within {floor:g} points of the other class's constant ({other:.1f}%): the paper's "
-            "classifier may predict the minority class throughout."
+            f"predictor) and within {floor:g} points of the other class's constant ({100.0 - trivial:.1f}%): the "
+            "paper's classifier may predict the minority class throughout."
         )
     return (
         f"The paper's own {paper_value:.1f}% lies below the trivial rate of this set ({trivial:.1f}%, a constant "

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
+from typing import NamedTuple
 
 from featlearn.studies.judgement import (
     MARKS,
@@ -400,13 +401,20 @@ def scored(name: str, values: dict, errors: dict | None = None) -> str:
 CONSTANTS_HEADING = "The constants these verdicts rest on"
 
 
-def calibration_choices(plan: Plan, outcomes: dict) -> Iterable[tuple[str, dict, str, str, list[str], str | None]]:
-    """Each objective the items take their constants from, with the run calibration's choice for it.
+class CalibrationChoice(NamedTuple):
+    """One objective's choice in a run calibration, as the first screen and its full section tell it."""
 
-    Yields:
-        (the calibration item's id, its outcome, the objective, the chosen candidate, the other
-        candidates J does not tell from it, the choice with degenerate seeds at face value).
-    """
+    calibration_id: str  # the calibration item
+    outcome: dict  # its outcome
+    objective: str
+    chosen: str  # the chosen candidate
+    tied: list[str]  # the other candidates J does not tell from it
+    face: str | None  # the choice with degenerate seeds at face value
+    users: list[str]  # the items that run at it
+
+
+def calibration_choices(plan: Plan, outcomes: dict) -> Iterable[CalibrationChoice]:
+    """Each objective the items take their constants from, with the run calibration's choice for it."""
     calibration = next((i for i in plan.items if i.kind == "calibration"), None)
     outcome = outcomes.get(calibration.id) if calibration else None
     if not outcome or outcome.get("status") != "run":
@@ -416,7 +424,9 @@ def calibration_choices(plan: Plan, outcomes: dict) -> Iterable[tuple[str, dict,
         if chosen is None:
             continue
         tied = [name for name in (outcome.get("tied") or {}).get(objective) or [] if name != chosen]
-        yield calibration.id, outcome, objective, chosen, tied, (outcome.get("at_face_value") or {}).get(objective)
+        face = (outcome.get("at_face_value") or {}).get(objective)
+        users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
+        yield CalibrationChoice(calibration.id, outcome, objective, chosen, tied, face, users)
 
 
 def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
@@ -428,12 +438,10 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     the claims.
     """
     lines = []
-    for calibration_id, outcome, objective, chosen, tied, face in calibration_choices(plan, outcomes):
+    for calibration_id, outcome, objective, chosen, tied, face, users in calibration_choices(plan, outcomes):
         values = (outcome.get("values") or {}).get(objective) or {}
         errors = (outcome.get("errors") or {}).get(objective) or {}
         face_values = (outcome.get("face_values") or {}).get(objective) or {}
-
-        users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
         runs_at = (
             f"the items that run at it: {', '.join(users)}" if users else "no item runs at it"
         )
@@ -505,7 +513,7 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
     line links to.
     """
     parts = []
-    for calibration_id, outcome, objective, chosen, tied, face in calibration_choices(plan, outcomes):
+    for calibration_id, outcome, objective, chosen, tied, face, users in calibration_choices(plan, outcomes):
         default = chosen == (outcome.get("defaults") or {}).get(objective)
         how = "kept its default" if default and tied else "chose"
         text = f"the calibration (item {calibration_id}) {how} *{chosen}* by the objective *{objective}*"
@@ -519,7 +527,6 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
             text += f"; its J does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
         if face and face != chosen:
             text += f"; with degenerate seeds at face value it would choose *{face}*"
-        users = [item.id for item in plan.items if item.constants == objective and item.kind != "calibration"]
         parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
     fitted = [item.id for item in plan.items if item.fitted_here]
     if fitted:
