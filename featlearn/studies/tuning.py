@@ -158,7 +158,8 @@ def tune_methods(
                 rows.append([method.name, values, None, None, steps, "diverged"])
                 continue
             mean, std, _ = summarize(validation_accuracy(method.name, metrics))
-            rows.append([method.name, values, mean, std, steps, "" if final else "dropped by successive halving"])
+            notes = [degenerate_note(metrics), "" if final else "dropped by successive halving"]
+            rows.append([method.name, values, mean, std, steps, "; ".join(n for n in notes if n)])
             if final and (best is None or mean > best[1]):
                 best = (values, mean)
         if grids.get(method.name) and best is None:
@@ -186,6 +187,20 @@ def tune_methods(
                     chosen = int(tuned[name]["values"] == values)
                     writer.writerow([name, json.dumps(values), csv_number(mean), csv_number(std), steps, chosen, note])
     return tuned
+
+
+def degenerate_note(metrics: dict) -> str:
+    """A grid point's seeds whose runs degenerated, for its tuning.csv row ("" when none or unrecorded).
+
+    A run that predicts one class, or whose loss grew by orders of magnitude
+    (:class:`~featlearn.callbacks.DegenerateRuns`), is no fit of the rate. An output of exactly 0
+    everywhere (every unit silent) is one such run: DegenerateRuns reads it as one class, while its
+    accuracy is near 0% (an output of 0 matches neither label), a number that needs this note beside it.
+    """
+    flags = metrics.get("degenerate")
+    if not isinstance(flags, list) or not any(flags):
+        return ""
+    return f"degenerate on {sum(bool(f) for f in flags)} of {len(flags)} seeds (DegenerateRuns)"
 
 
 def validation_accuracy(method: str, metrics: dict) -> list[float]:

@@ -698,3 +698,17 @@ def test_a_rate_chosen_at_its_grids_end_is_recorded_for_the_report(tmp_path):
     assert _tuned_values(tmp_path) == {"Network": {"lr_w@3": "0.0001"}, "RF": {"lr_a": "1.0"}}
     assert _tuned_values(tmp_path, "grid end:") == {"Network": {"lr_w@3": "0.0001"}}  # RF's is inside its grid
     assert "(lr_w@3: the end of its grid; the optimum may lie beyond.)" in (tmp_path / "table.md").read_text()
+
+
+def test_a_tuning_row_whose_seeds_degenerated_says_so_beside_its_accuracy():
+    from featlearn.studies.tuning import degenerate_note
+
+    # A first layer whose units all fell silent outputs 0 everywhere: about 0% accuracy, every seed flagged.
+    assert degenerate_note({"val_acc": [0.0, 0.1], "degenerate": [True, True]}) == (
+        "degenerate on 2 of 2 seeds (DegenerateRuns)"
+    )
+    assert degenerate_note({"val_acc": [99.0, 50.2, 98.0], "degenerate": [False, True, False]}).startswith(
+        "degenerate on 1 of 3 seeds"
+    )
+    assert degenerate_note({"val_acc": [99.0], "degenerate": [False]}) == ""
+    assert degenerate_note({"val_acc": [99.0]}) == ""  # a trial without the callback records none
