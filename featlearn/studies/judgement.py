@@ -1262,7 +1262,8 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         **trivial_evidence(values, column, rules, row.get("train")),
                         inconclusive=(
                             f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes (at "
-                            "the last size, or smoothed over the first), so the sweep does not place the U-curve's "
+                            "the last size, or smoothed over a first size above width 1), so the sweep does not place "
+                            "the U-curve's "
                             "bottom"
                             if edges
                             else undecided_cell(rules, item.setting or "", method, column, values, row.get("train"))

@@ -354,10 +354,10 @@ class TeacherCheck:
         results = {}
         for row in rows:
             name = "chosen teacher" if row["chosen"] else f"teacher FC({row['teacher_size']})"
-            # The U-curve's minimum may lie past the sweep's larger end; at its smaller end (the smoothed
-            # minimum's window reaching the first size, width 1 included) no falling arm is seen, so the
-            # sweep shows no U whose bottom could be placed.
-            edge = row["at_grid_end"] or row.get("at_grid_start", False)
+            # The U-curve's minimum may lie past the sweep's larger end, or below a first size above width 1
+            # (the smoothed minimum's window reaching it). A sweep that starts at width 1 hides nothing below
+            # its first size: a minimum there is a result, the smallest U a student can have.
+            edge = row["at_grid_end"] or starts_above_width_one(row)
             results[name] = {"log2_student_minimum": [math.log2(row["student_minimum"])], "at_grid_edge": [edge]}
             if row["chosen"]:
                 results[TEACHER_SWEEP] = {"log2_student_minimum": [math.log2(row["teacher_size"])]}
@@ -857,3 +857,13 @@ def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
         shutil.copyfile(picture, destination)
         copied.append(destination)
     return copied
+
+
+def starts_above_width_one(row: dict) -> bool:
+    """Whether a teacher check's students' minimum lies at a sweep start that could hide a smaller one.
+
+    ``at_grid_start`` says the smoothed minimum's window reaches the sweep's first size; that is an
+    edge only where the first size is above width 1, since no student is narrower than one unit.
+    """
+    sizes = [r["size"] for r in row.get("curve") or []]
+    return bool(row.get("at_grid_start", False)) and (not sizes or min(sizes) > 1)

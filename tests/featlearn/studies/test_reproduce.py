@@ -208,10 +208,13 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
         assert options == {"teacher_sizes": "chosen,50,500"} and out == tmp_path / "item"
         curve = [{"size": m} for m in (1, 2, 4, 8, 16, 24, 32, 64)]
         # FC(1000)'s minimum at the sweep's last size; FC(2000)'s at width 1 and FC(3000)'s at width 2, whose
-        # moving average (one neighbour each side) reaches width 1: no falling arm seen in either
+        # moving average (one neighbour each side) reaches width 1, the narrowest student there is: placed.
+        # FC(4000)'s sweep starts at width 4, and its minimum there could hide a smaller one below.
         rows = ((9, 8), (50, 32), (500, 24), (1000, 64), (2000, 1), (3000, 2))
         rows = [{"teacher_size": t, "chosen": t == 9, "student_minimum": m, "curve": curve,
                  "at_grid_end": m == 64, "at_grid_start": m <= 2} for t, m in rows]  # fmt: skip
+        rows.append({"teacher_size": 4000, "chosen": False, "student_minimum": 4, "curve": curve[2:],
+                     "at_grid_end": False, "at_grid_start": True})  # fmt: skip
         return check.TeacherSizeCheck(out, rows)
 
     monkeypatch.setattr(check, "teacher_check", fake_check)
@@ -221,8 +224,10 @@ def test_a_teacher_check_judges_the_students_minimum_against_the_sweep_and_the_l
     outcome = ITEM_KINDS["teacher_check"].run(item, None, args, [], tmp_path / "item", build=None)
     assert outcome["results"]["teacher sweep (Algorithm 1)"] == {"log2_student_minimum": [math.log2(9)]}
     assert outcome["results"]["teacher FC(1000)"]["at_grid_edge"] == [True]
-    assert outcome["results"]["teacher FC(2000)"]["at_grid_edge"] == [True]  # a U's bottom needs its falling arm
-    assert outcome["results"]["teacher FC(3000)"]["at_grid_edge"] == [True]
+    # Issue 46: "A minimum at the smallest width is a result": nothing narrower than width 1 can hide a smaller one.
+    assert outcome["results"]["teacher FC(2000)"]["at_grid_edge"] == [False]
+    assert outcome["results"]["teacher FC(3000)"]["at_grid_edge"] == [False]
+    assert outcome["results"]["teacher FC(4000)"]["at_grid_edge"] == [True]
     assert outcome["results"]["teacher FC(500)"]["at_grid_edge"] == [False]
     assert outcome["table"] == ["| teacher m | minimum |", "| 9 | 8 |"]
     plan = Plan("shi2022", "t", {}, [item], "")
