@@ -504,6 +504,10 @@ def calibration_caveats(plan: Plan, outcomes: dict) -> list[str]:
     return lines
 
 
+#: How many item names the first screen's lead lists before it gives their count instead.
+LEAD_NAMES = 3
+
+
 def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
     """The first screen's short form of ``calibration_caveats`` and ``fitted_here_caveat``: one line, then a link.
 
@@ -513,7 +517,12 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
     line links to.
     """
     parts = []
-    for calibration_id, outcome, objective, chosen, tied, face, users in calibration_choices(plan, outcomes):
+    # The headline counts the paper's protocol; a choice only diagnostic items run at is counted, not spelt out
+    # (a report of diagnostic items alone, as the calibration's partial one, spells out every choice).
+    diagnostic = {item.id for item in plan.items if item.diagnostic}
+    choices = list(calibration_choices(plan, outcomes))
+    shown = [c for c in choices if any(user not in diagnostic for user in c.users)] or choices
+    for calibration_id, outcome, objective, chosen, tied, face, users in shown:
         default = chosen == (outcome.get("defaults") or {}).get(objective)
         how = "kept its default" if default and tied else "chose"
         text = f"the calibration (item {calibration_id}) {how} *{chosen}* by the objective *{objective}*"
@@ -527,11 +536,19 @@ def calibration_leads(plan: Plan, outcomes: dict) -> list[str]:
             text += f"; its J does not tell it from {len(tied)} other candidate{'s' if len(tied) > 1 else ''}"
         if face and face != chosen:
             text += f"; with degenerate seeds at face value it would choose *{face}*"
-        parts.append(text + (f" (the items that run at it: {', '.join(users)})" if users else ""))
+        # Names while they fit on the first screen; past LEAD_NAMES a count (the section in full names them).
+        if users:
+            named = len(users) <= LEAD_NAMES
+            text += f" (the items that run at it: {', '.join(users)})" if named else f" ({len(users)} items run at it)"
+        parts.append(text)
     fitted = [item.id for item in plan.items if item.fitted_here]
     if fitted:
-        choices = "process choices made on a table's own runs, whose cells hold by construction"
-        parts.append(f"{choices}: {', '.join(fitted)}")
+        made_here = "process choices made on a table's own runs, whose cells hold by construction"
+        named = ", ".join(fitted) if len(fitted) <= LEAD_NAMES else f"{len(fitted)} items"
+        parts.append(f"{made_here}: {named}")
+    if len(shown) < len(choices):
+        more = len(choices) - len(shown)
+        parts.append(f"featlearn's diagnostic items rest on {more} more calibrated choice{'s' if more > 1 else ''}")
     if not parts:
         return []
     link = f"[What each choice decides, in full](#{anchor(CONSTANTS_HEADING)})"

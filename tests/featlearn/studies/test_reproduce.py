@@ -1360,6 +1360,18 @@ def test_the_first_screen_holds_one_line_on_the_constants_and_links_to_them_in_f
     assert "*Table 1*, meeting 7 of its 12 numbers within the floors (no candidate meets more than 8); its J" in (
         calibration_leads(plan, {"C": counted})[0]
     )
+    # Past three names the first screen counts the items (the Shi report's 13 pushed the matrix off the screen).
+    more = [Item(f"A{i}", "A", ["shi_parity"], constants="Table 1") for i in range(3)]
+    many = Plan("shi2022", "t", {}, items + more, "")
+    (crowded,) = calibration_leads(many, {"C": outcome})
+    assert "(4 items run at it)" in crowded and "A2" not in crowded
+    # A choice only diagnostic items run at is counted, not spelt out, where the protocol's items have one of their own.
+    for item in more:
+        item.diagnostic, item.constants = True, "One Step cosine"
+    two = {**outcome, "chosen": {**outcome["chosen"], "One Step cosine": "kept"}}
+    two["tied"] = {**outcome["tied"], "One Step cosine": []}
+    (lead,) = calibration_leads(many, {"C": two})
+    assert "*One Step cosine*" not in lead and "diagnostic items rest on 1 more calibrated choice" in lead
     chose = {**outcome, "chosen": {"Table 1": "kept"}, "tied": {}, "at_face_value": {"Table 1": "erasing"}}
     (lead,) = calibration_leads(plan, {"C": chose})
     assert "(item C) chose *kept* by" in lead and "at face value it would choose *erasing*" in lead
