@@ -346,7 +346,7 @@ class TeacherCheck:
         Teachers and students come from the teacher cache where trained before, so a killed
         check resumes; the seconds shown are those of the run that computed the numbers.
         """
-        from featlearn.studies.teacher_check import teacher_check
+        from featlearn.studies.teacher_check import starts_above_width_one, teacher_check
 
         started = time.perf_counter()
         rows = teacher_check(configs, folder, build=build, **item.options.get(args.scale, {})).rows
@@ -858,12 +858,3 @@ def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
         copied.append(destination)
     return copied
 
-
-def starts_above_width_one(row: dict) -> bool:
-    """Whether a teacher check's students' minimum lies at a sweep start that could hide a smaller one.
-
-    ``at_grid_start`` says the smoothed minimum's window reaches the sweep's first size; that is an
-    edge only where the first size is above width 1, since no student is narrower than one unit.
-    """
-    sizes = [r["size"] for r in row.get("curve") or []]
-    return bool(row.get("at_grid_start", False)) and (not sizes or min(sizes) > 1)

@@ -139,6 +139,16 @@ def teacher_check(
     return TeacherSizeCheck(out, results)
 
 
+def starts_above_width_one(row: dict) -> bool:
+    """Whether a teacher check's students' minimum lies at a sweep start that could hide a smaller one.
+
+    ``at_grid_start`` says the smoothed minimum's window reaches the sweep's first size; that is an
+    edge only where the first size is above width 1, since no student is narrower than one unit.
+    """
+    sizes = [r["size"] for r in row.get("curve") or []]
+    return bool(row.get("at_grid_start", False)) and (not sizes or min(sizes) > 1)
+
+
 def parse_args(argv: list[str]):
     """The ``featlearn teacher-check`` options."""
     import argparse
@@ -194,10 +204,9 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
     def edge(r: dict) -> str:
         if r["at_grid_end"]:
             return "yes (the last size)"
-        if r["at_grid_start"]:  # a sweep from width 1 hides nothing below its first size
-            first = min(row["size"] for row in r["curve"])
-            return "yes (smoothed over the first size)" if first > 1 else "no (from width 1: nothing lies below)"
-        return "no"
+        if starts_above_width_one(r):
+            return "yes (smoothed over the first size)"
+        return "no (from width 1: nothing lies below)" if r["at_grid_start"] else "no"
 
     lines += [
         f"| {r['teacher_size']}{' (Algorithm 1)' if r['chosen'] else ''} | {r['student_minimum']} | {edge(r)} |"
