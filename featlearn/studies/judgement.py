@@ -763,20 +763,29 @@ def mark_calibrated_fits(
         on_calibrated = any(side in calibrated for side in sides)
         if on_calibrated and constants.get("default"):
             reason = (
-                f"calibrated on this cell: the objective {constants.get('objective')!r} kept its default "
+                f"{FIT_REASONS[0]}: the objective {constants.get('objective')!r} kept its default "
                 f"({constants.get('candidate')}) on this table's numbers, this one among them, where it would have "
                 "left it for a candidate that fit them better beyond two standard errors, so a match here is the "
                 "table the choice was made on, not a prediction."
             )
         elif on_calibrated:
             reason = (
-                f"calibrated on this cell: the objective {constants.get('objective')!r} chose the paper's "
+                f"{FIT_REASONS[0]}: the objective {constants.get('objective')!r} chose the paper's "
                 f"open constants ({constants.get('candidate')}) to fit this table's numbers, this one among them, "
                 "so a match here is the fit, not a prediction."
             )
         else:
-            reason = f"fitted on this table: {here['why'].strip()} A match here is the fit, not a prediction."
+            reason = f"{FIT_REASONS[1]}: {here['why'].strip()} A match here is the fit, not a prediction."
         cell.update(verdict="by construction", category=BUILT_IN, reason=reason, rules_out=None)
+
+
+#: How mark_calibrated_fits opens the reason of a cell a fit was made on (the calibration's, or fitted_here's).
+FIT_REASONS = ("calibrated on this cell", "fitted on this table")
+
+
+def is_fit(cell: Cell) -> bool:
+    """Whether ``cell`` is a fit (mark_calibrated_fits): the same numbers on a table it predicts are another cell."""
+    return cell.verdict == "by construction" and (cell.reason or "").startswith(FIT_REASONS)
 
 
 def verdict_key(cell: Cell) -> tuple:
@@ -1263,8 +1272,7 @@ def collect_cells(plan: Plan, outcomes: dict[str, dict], numbers: dict, rules: d
                         inconclusive=(
                             f"the students' minimum of {', '.join(edges)} lies at the edge of the swept sizes (at "
                             "the last size, or smoothed over a first size above width 1), so the sweep does not place "
-                            "the U-curve's "
-                            "bottom"
+                            "the U-curve's bottom"
                             if edges
                             else undecided_cell(rules, item.setting or "", method, column, values, row.get("train"))
                         ),

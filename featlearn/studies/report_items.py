@@ -857,4 +857,3 @@ def neuron_pictures(folder: Path, target: Path, slug: str) -> list[Path]:
         shutil.copyfile(picture, destination)
         copied.append(destination)
     return copied
-

@@ -201,6 +201,7 @@ def _write_check(out: Path, results: list[dict], seeds: int) -> None:
         "| teacher m | students' minimum m | at the grid's edge |",
         "| ---: | ---: | --- |",
     ]
+
     def edge(r: dict) -> str:
         if r["at_grid_end"]:
             return "yes (the last size)"

@@ -32,6 +32,7 @@ from featlearn.studies.judgement import (
     collect_relations,
     column_relation,
     for_process,
+    is_fit,
     judge,
     judge_report,
     known_reason,
@@ -1203,8 +1204,7 @@ def test_the_committed_reports_give_one_measurement_one_verdict_and_every_check_
                 continue
             # A cell the open constants or a process choice were fitted to (mark_calibrated_fits) is that fit: the
             # same numbers on a table they predict are a prediction (issue 46: say which is which), not this cell.
-            fitted = cell["reason"].startswith(("calibrated on this cell", "fitted on this table"))
-            if not fitted:
+            if not is_fit(Cell.from_dict(cell)):
                 verdicts.setdefault(verdict_key(Cell.from_dict(cell)), set()).add(cell["verdict"])
             assert cell["claim"] in claims  # every judged cell belongs to a claim
             assert len(cell["reason"]) <= 400  # in a table; the whole text once, in the notes
